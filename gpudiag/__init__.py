@@ -1,0 +1,32 @@
+"""gpudiag: why is my (multi-GPU) Keras training slow, and what do I change?
+
+    from gpudiag import DiagnoseCallback
+    model.fit(ds, epochs=3, callbacks=[DiagnoseCallback()])
+
+Heavy imports (TensorFlow, Keras, xprof) happen only inside the functions that need them.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+if TYPE_CHECKING:
+    from gpudiag.analyze.diagnosis import Diagnosis
+    from gpudiag.record.callback import DiagnoseCallback
+
+__all__ = ["DiagnoseCallback", "Diagnosis", "__version__"]
+
+
+def __getattr__(name: str) -> Any:
+    # Lazy: importing gpudiag must not import keras/tensorflow.
+    if name == "DiagnoseCallback":
+        from gpudiag.record.callback import DiagnoseCallback
+
+        return DiagnoseCallback
+    if name == "Diagnosis":
+        from gpudiag.analyze.diagnosis import Diagnosis
+
+        return Diagnosis
+    raise AttributeError(name)

@@ -1,0 +1,4 @@
+"""Allow ``python -m gpudiag``."""
+from gpudiag.cli import main
+
+raise SystemExit(main())

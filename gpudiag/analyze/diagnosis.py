@@ -1,0 +1,122 @@
+"""The answer: verdict, confidence, breakdown, findings, suggestions. Public contract.
+
+``Diagnosis.to_dict()`` is exactly what ``gpudiag analyze --json`` prints, so every field here
+is JSON-ready (str, float, int, list, dict).
+
+    d = diagnose(timelines)
+    d.verdict          # "data-starved" | "sync-bound" | "compute-bound" | "inconclusive"
+    d.to_dict()["breakdown"]["input"]
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+VERDICTS = ("data-starved", "sync-bound", "compute-bound", "inconclusive")
+SEVERITIES = ("high", "moderate", "info")
+SCHEMA_VERSION = 1
+
+
+@dataclass
+class Finding:
+    """One observed problem. ``id`` is stable (see ARCHITECTURE's public contract)."""
+
+    id: str
+    severity: str  # high | moderate | info
+    title: str
+    evidence: dict[str, Any]
+    source: str = "trace"  # trace | counters | lint
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class Suggestion:
+    """A concrete change, with the gain it can buy measured from this run's shares."""
+
+    title: str
+    detail: str
+    expected_gain: float  # estimated speed-up factor of step time (1.0 = none)
+    basis: str  # how the gain was derived
+    finding: str = ""  # id of the finding it addresses
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class RankSummary:
+    label: str
+    verdict: str
+    breakdown: dict[str, float]
+    steps: int
+    step_ms: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class DeviceSummary:
+    rank: str
+    device: str
+    busy: float
+    compute: float
+    sync: float
+    transfer: float
+    collective_total: float
+    gaps: int
+    longest_gap_ms: float
+    gap_share: float
+    gap_boundary_share: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class Diagnosis:
+    verdict: str
+    confidence: float
+    reason: str
+    breakdown: dict[str, float]
+    findings: list[Finding] = field(default_factory=list)
+    suggestions: list[Suggestion] = field(default_factory=list)
+    ranks: list[RankSummary] = field(default_factory=list)
+    devices: list[DeviceSummary] = field(default_factory=list)
+    steps: dict[str, Any] = field(default_factory=dict)
+    per_step: list[dict[str, float]] = field(default_factory=list)  # first rank, for the strip
+    limitations: list[str] = field(default_factory=list)
+    sources: list[str] = field(default_factory=list)
+    producer: str = ""
+
+    def __post_init__(self) -> None:
+        if self.verdict not in VERDICTS:
+            raise ValueError(f"unknown verdict {self.verdict!r}")
+
+    def finding(self, finding_id: str) -> Finding | None:
+        return next((f for f in self.findings if f.id == finding_id), None)
+
+    @property
+    def finding_ids(self) -> list[str]:
+        return [f.id for f in self.findings]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema": SCHEMA_VERSION,
+            "verdict": self.verdict,
+            "confidence": round(self.confidence, 3),
+            "reason": self.reason,
+            "breakdown": {k: round(v, 4) for k, v in self.breakdown.items()},
+            "findings": [f.to_dict() for f in self.findings],
+            "suggestions": [s.to_dict() for s in self.suggestions],
+            "ranks": [r.to_dict() for r in self.ranks],
+            "devices": [d.to_dict() for d in self.devices],
+            "steps": self.steps,
+            "per_step": [{k: round(v, 4) for k, v in row.items()} for row in self.per_step],
+            "limitations": self.limitations,
+            "sources": self.sources,
+            "producer": self.producer,
+        }

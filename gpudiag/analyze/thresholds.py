@@ -1,0 +1,39 @@
+"""Every number the analyzers decide with, in one place. docs/thresholds.md gives the reason
+for each; tests pin the behaviour on both sides of each threshold.
+"""
+
+from __future__ import annotations
+
+# --- verdict: shares of profiled step time -------------------------------------------------
+# TensorFlow's profiler calls a run "highly input-bound" at >= 20% input time and
+# "moderately" at >= 5%; TraceML uses 10% / 20%. We follow both anchors.
+INPUT_HIGH = 0.20
+INPUT_MODERATE = 0.05
+INPUT_DOMINANT = 0.10  # data-starved below HIGH only if input is also the largest stall
+# xprof flags collectives and kernel launch at 3% (note) / 15% (bottleneck).
+SYNC_HIGH = 0.15
+SYNC_NOTE = 0.05
+TRANSFER_HIGH = 0.10
+# device idle with nothing on the timeline to explain it: not a confident verdict
+UNEXPLAINED_IDLE = 0.50
+COMPUTE_BOUND_STRONG = 0.90  # TraceML's compute-bound anchor: confidence saturates here
+
+# --- gaps -----------------------------------------------------------------------------------
+GAP_MIN_US = 100.0  # shorter idle is launch latency between kernels, not a gap
+GAP_MIN_FRACTION_OF_STEP = 0.02
+GAP_BOUNDARY_WINDOW = 0.05  # a gap within 5% of a step of a boundary "lines up" with it
+GAPS_SHARE_FINDING = 0.10
+
+# --- kernel launch bound --------------------------------------------------------------------
+LAUNCH_IDLE_SHARE = 0.15
+LAUNCH_MEDIAN_KERNEL_US = 20.0
+
+# --- multi-rank ------------------------------------------------------------------------------
+STRAGGLER_MARGIN = 0.10  # 10% slower than the median of the others...
+STRAGGLER_CONSISTENCY = 0.60  # ...in at least 60% of the common steps
+STRAGGLER_MIN_STEPS = 3
+
+# --- host signals (recorded by DiagnoseCallback) ---------------------------------------------
+GIL_P95_MS = 2.0  # probe lateness p95: idle ~0.1 ms, a Python thread holding the GIL ~5 ms
+GIL_REFERENCE_RATIO = 3.0  # in-process lateness must exceed the out-of-process reference 3x
+CPU_SATURATED = 90.0  # % of all cores, median over the run

@@ -1,0 +1,141 @@
+"""``gpudiag`` command line: analyze traces, watch GPUs live, run the demo.
+
+    gpudiag analyze trace.json [--json] [--fail-on data-starved,sync-bound]
+    gpudiag live [--interval 1] [--once] [--follow TRACE]
+    gpudiag demo
+
+Exit codes: 0 ok; 2 unreadable or invalid input (one line on stderr, never a traceback);
+3 when ``--fail-on`` matches the verdict. TensorFlow is imported only by ``demo``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Sequence
+
+from gpudiag import __version__
+
+EXIT_OK, EXIT_BAD_INPUT, EXIT_FAIL_ON = 0, 2, 3
+VERDICTS = ("data-starved", "sync-bound", "compute-bound", "inconclusive")
+
+
+def _verdict_list(text: str) -> list[str]:
+    items = [x.strip() for x in text.split(",") if x.strip()]
+    bad = [x for x in items if x not in VERDICTS]
+    if bad or not items:
+        raise argparse.ArgumentTypeError(
+            f"unknown verdict {', '.join(bad) or repr(text)}; choose from {', '.join(VERDICTS)}"
+        )
+    return items
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="gpudiag",
+        description="Why is my (multi-GPU) training slow? Diagnose data-starved, sync-bound or "
+        "compute-bound runs from traces, or watch GPUs and host live.",
+    )
+    p.add_argument("--version", action="version", version=f"gpudiag {__version__}")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+    a = sub.add_parser(
+        "analyze",
+        help="diagnose trace files (gpudiag, TensorFlow .xplane.pb / trace.json.gz, PyTorch)",
+        description="Diagnose one run. Several files are several ranks/workers of one run.",
+    )
+    a.add_argument("paths", nargs="+", metavar="PATH", help="trace file(s), .gz or not")
+    a.add_argument("--json", action="store_true", help="print Diagnosis.to_dict() as JSON")
+    a.add_argument("--fail-on", type=_verdict_list, default=[], metavar="VERDICT[,VERDICT]",
+                   help="exit 3 when the verdict is one of these (for CI gates)")
+    lv = sub.add_parser("live", help="terminal monitor of GPUs, host and a running job")
+    lv.add_argument("--interval", type=float, default=1.0, metavar="S",
+                    help="seconds between frames (default 1)")
+    lv.add_argument("--once", action="store_true", help="print one frame and exit")
+    lv.add_argument("--follow", metavar="TRACE",
+                    help="tail a trace a DiagnoseCallback is writing; adds a training panel")
+    d = sub.add_parser("demo", help="train a small Keras model starved, then fixed, and compare")
+    d.add_argument("--quick", action="store_true", help="fewer steps (for tests)")
+    d.add_argument("--out", default=None, metavar="DIR", help="where to write the two traces")
+    return p
+
+
+def _fail(message: str) -> int:
+    print(f"gpudiag: {message}", file=sys.stderr)
+    return EXIT_BAD_INPUT
+
+
+def cmd_analyze(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from gpudiag.analyze import diagnose
+    from gpudiag.show.report import render_report
+    from gpudiag.trace.errors import TraceError
+    from gpudiag.trace.load import load_file
+
+    err = Console(stderr=True)
+    timelines = []
+    current = "?"
+    try:
+        with err.status("reading traces…", spinner="dots") as status:
+            for path in args.paths:
+                current = path
+                status.update(f"reading {os.path.basename(path)}…")
+                timelines.extend(load_file(path))
+            status.update("analyzing…")
+            diagnosis = diagnose(timelines)
+    except TraceError as e:
+        return _fail(f"{e.path}: {e.problem}")
+    except MemoryError:
+        return _fail(f"{current}: not enough memory to read this trace")
+    except Exception as e:  # an input we did not foresee must still not show a traceback
+        if os.environ.get("GPUDIAG_DEBUG"):
+            raise
+        return _fail(f"{current}: could not read ({type(e).__name__}: {e})")
+    if args.json:
+        print(json.dumps(diagnosis.to_dict(), indent=2))
+    else:
+        out = Console()
+        out.print(render_report(diagnosis, width=out.width))
+    if diagnosis.verdict in args.fail_on:
+        return EXIT_FAIL_ON
+    return EXIT_OK
+
+
+def cmd_live(args: argparse.Namespace) -> int:
+    from gpudiag.show.live import run_live
+
+    if args.interval <= 0:
+        return _fail("--interval must be positive")
+    if args.follow and not os.path.isfile(args.follow):
+        return _fail(f"{args.follow}: no such trace file")
+    return run_live(interval=args.interval, once=args.once, follow=args.follow)
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from gpudiag.demo import run_demo
+
+    return run_demo(quick=args.quick, out_dir=args.out)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return EXIT_OK
+    try:
+        if args.command == "analyze":
+            return cmd_analyze(args)
+        if args.command == "live":
+            return cmd_live(args)
+        return cmd_demo(args)
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return EXIT_OK
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

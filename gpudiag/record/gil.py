@@ -1,0 +1,292 @@
+"""GIL-pressure probe: is the training process's Python thread starving its other threads?
+
+A daemon thread sleeps 5 ms again and again and records how late it wakes up. A thread that
+wants the GIL back waits for the holder to release it, which a pure-Python holder does only
+every ``sys.getswitchinterval()`` (5 ms), so lateness near 5 ms means GIL contention; near
+0.1 ms means none. Lateness also grows when the machine's CPUs are oversubscribed, so a small
+subprocess runs the same loop outside this process's GIL and reports its own lateness as a
+reference: in-process high + reference low = GIL pressure; both high = CPU contention.
+
+Example::
+
+    from gpudiag.record.gil import GilProbe
+
+    with GilProbe() as probe:  # starts the thread and the reference subprocess
+        model.fit(...)
+        w = probe.read()  # the last window (1 s by default)
+        print(w.p95_ms, w.ref_p95_ms)  # in-process vs reference lateness tail, ms
+
+Inside Keras ``fit`` the signal is in the p95 tail, not the median: the GIL-bound stretches
+are short and frequent. The subprocess ends on ``stop()``, on garbage collection of the
+probe, at interpreter exit, and by itself when its parent disappears.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import subprocess
+import sys
+import threading
+import time
+import weakref
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+__all__ = ["GilProbe", "GilWindow"]
+
+# The reference heartbeat: same loop as the probe thread, lateness sent in batches (one line
+# per `chunk` seconds: "monotonic_ts:lateness_ms ...") so the parent does little work. It
+# ignores SIGINT (Ctrl-C in the terminal must not print its traceback) and exits when the pipe
+# breaks or its parent changes.
+_REFERENCE_CODE = r"""
+import os, signal, sys, time
+try:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+except Exception:
+    pass
+iv = float(sys.argv[1]); chunk = float(sys.argv[2]); ppid = os.getppid()
+out = sys.stdout; buf = []; last = time.monotonic()
+pc = time.perf_counter; mono = time.monotonic; sleep = time.sleep
+while True:
+    t0 = pc(); sleep(iv); late = (pc() - t0 - iv) * 1e3
+    now = mono()
+    buf.append("%.4f:%.3f" % (now, late))
+    if now - last >= chunk:
+        if os.getppid() != ppid:
+            break
+        try:
+            out.write(" ".join(buf) + "\n"); out.flush()
+        except (OSError, ValueError):
+            break
+        buf = []; last = now
+"""
+
+
+@dataclass(frozen=True)
+class GilWindow:
+    """Lateness statistics (ms) over one window; ``None`` where there were no samples."""
+
+    window_s: float
+    n: int
+    p50_ms: float | None
+    p95_ms: float | None
+    max_ms: float | None
+    ref_n: int
+    ref_p50_ms: float | None
+    ref_p95_ms: float | None
+
+    @property
+    def excess_p95_ms(self) -> float | None:
+        """In-process p95 minus reference p95: the part CPU contention does not explain."""
+        if self.p95_ms is None or self.ref_p95_ms is None:
+            return None
+        return self.p95_ms - self.ref_p95_ms
+
+
+def _quantile(sorted_vals: Sequence[float], q: float) -> float | None:
+    if not sorted_vals:
+        return None
+    pos = q * (len(sorted_vals) - 1)
+    lo = int(pos)
+    hi = min(lo + 1, len(sorted_vals) - 1)
+    return sorted_vals[lo] + (sorted_vals[hi] - sorted_vals[lo]) * (pos - lo)
+
+
+class _Shared:
+    """State shared by the probe thread, the reader thread and the finalizer — deliberately
+    not the GilProbe itself, so that the probe can be garbage-collected while they run."""
+
+    def __init__(self, maxlen: int) -> None:
+        self.lock = threading.Lock()
+        self.stop = threading.Event()
+        self.local: deque[tuple[float, float]] = deque(maxlen=maxlen)
+        self.ref: deque[tuple[float, float]] = deque(maxlen=maxlen)
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.threads: list[threading.Thread] = []
+
+
+def _probe_loop(shared: _Shared, interval: float) -> None:
+    pc, mono, sleep = time.perf_counter, time.monotonic, time.sleep
+    local, lock, stop = shared.local, shared.lock, shared.stop
+    while not stop.is_set():
+        t0 = pc()
+        sleep(interval)
+        late = (pc() - t0 - interval) * 1e3
+        with lock:
+            local.append((mono(), late))
+
+
+def _reader_loop(shared: _Shared, proc: subprocess.Popen[bytes]) -> None:
+    stream = proc.stdout
+    if stream is None:
+        return
+    try:
+        for raw in stream:
+            pairs = []
+            for item in raw.split():
+                ts, _, late = item.partition(b":")
+                try:
+                    pairs.append((float(ts), float(late)))
+                except ValueError:
+                    continue
+            with shared.lock:
+                shared.ref.extend(pairs)
+    except (OSError, ValueError):
+        pass  # pipe closed under us by stop()
+
+
+def _shutdown(shared: _Shared, timeout: float = 2.0) -> None:
+    """End the reference subprocess and the threads. Safe to call more than once."""
+    shared.stop.set()
+    proc, shared.proc = shared.proc, None
+    if proc is not None:
+        try:
+            if proc.poll() is None:
+                proc.terminate()
+                try:
+                    proc.wait(timeout=timeout)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait(timeout=timeout)
+        except Exception:
+            pass
+        finally:
+            if proc.stdout is not None:
+                with contextlib.suppress(Exception):
+                    proc.stdout.close()
+    current = threading.current_thread()
+    for t in shared.threads:
+        if t is not current and t.is_alive():
+            t.join(timeout)
+
+
+class GilProbe:
+    """In-process lateness probe plus out-of-process reference heartbeat.
+
+    ``interval_s``: the probe's sleep (5 ms). ``window_s``: default window of ``read()``.
+    ``reference``: start the subprocess (off: only in-process lateness is measured).
+    ``keep_s``: how much history is kept for ``stats()``.
+    """
+
+    def __init__(
+        self,
+        interval_s: float = 0.005,
+        window_s: float = 1.0,
+        reference: bool = True,
+        keep_s: float = 30.0,
+        chunk_s: float = 0.25,
+    ) -> None:
+        self.interval_s = interval_s
+        self.window_s = window_s
+        self.reference = reference
+        self.chunk_s = chunk_s
+        self.reference_reason: str | None = None if reference else "reference heartbeat disabled"
+        self._maxlen = max(100, int(keep_s / interval_s))
+        self._shared: _Shared | None = None
+        self._finalizer: weakref.finalize | None = None
+
+    # ---- lifetime --------------------------------------------------------------------------
+    def start(self) -> GilProbe:
+        """Start the probe thread and the reference subprocess (no-op if running)."""
+        if self._shared is not None and not self._shared.stop.is_set():
+            return self
+        shared = _Shared(self._maxlen)
+        self._shared = shared
+        # runs on stop(), when the probe is collected, and at interpreter exit
+        self._finalizer = weakref.finalize(self, _shutdown, shared)
+        probe = threading.Thread(
+            target=_probe_loop,
+            args=(shared, self.interval_s),
+            name="gpudiag-gil-probe",
+            daemon=True,
+        )
+        shared.threads.append(probe)
+        probe.start()
+        if self.reference:
+            self._start_reference(shared)
+        return self
+
+    def _start_reference(self, shared: _Shared) -> None:
+        try:
+            proc = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-I",
+                    "-S",
+                    "-c",
+                    _REFERENCE_CODE,
+                    repr(self.interval_s),
+                    repr(self.chunk_s),
+                ],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                close_fds=True,
+            )
+        except Exception as exc:
+            self.reference_reason = f"reference heartbeat not started: {type(exc).__name__}: {exc}"
+            return
+        shared.proc = proc
+        reader = threading.Thread(
+            target=_reader_loop, args=(shared, proc), name="gpudiag-gil-reference", daemon=True
+        )
+        shared.threads.append(reader)
+        reader.start()
+        self.reference_reason = None
+
+    def stop(self) -> None:
+        """Stop the thread and end the subprocess; idempotent."""
+        if self._finalizer is not None:
+            self._finalizer()  # runs _shutdown at most once
+
+    close = stop
+
+    def __enter__(self) -> GilProbe:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def running(self) -> bool:
+        return self._shared is not None and not self._shared.stop.is_set()
+
+    @property
+    def reference_pid(self) -> int | None:
+        """Pid of the reference subprocess while it runs (tests check it is gone)."""
+        shared = self._shared
+        proc = shared.proc if shared is not None else None
+        return proc.pid if proc is not None else None
+
+    # ---- reading ---------------------------------------------------------------------------
+    def stats(self, since: float | None = None, until: float | None = None) -> GilWindow:
+        """Lateness over [since, until] in ``time.monotonic()`` seconds (default: all kept)."""
+        shared = self._shared
+        if shared is None:
+            return GilWindow(0.0, 0, None, None, None, 0, None, None)
+        lo = -float("inf") if since is None else since
+        hi = float("inf") if until is None else until
+        with shared.lock:
+            local = sorted(v for t, v in shared.local if lo <= t <= hi)
+            ref = sorted(v for t, v in shared.ref if lo <= t <= hi)
+        span = (hi - lo) if since is not None and until is not None else 0.0
+        return GilWindow(
+            window_s=span,
+            n=len(local),
+            p50_ms=_quantile(local, 0.5),
+            p95_ms=_quantile(local, 0.95),
+            max_ms=local[-1] if local else None,
+            ref_n=len(ref),
+            ref_p50_ms=_quantile(ref, 0.5),
+            ref_p95_ms=_quantile(ref, 0.95),
+        )
+
+    def read(self, window_s: float | None = None) -> GilWindow:
+        """Statistics over the last ``window_s`` seconds (default: ``self.window_s``)."""
+        w = self.window_s if window_s is None else window_s
+        now = time.monotonic()
+        out = self.stats(since=now - w, until=now)
+        return GilWindow(
+            w, out.n, out.p50_ms, out.p95_ms, out.max_ms, out.ref_n, out.ref_p50_ms, out.ref_p95_ms
+        )

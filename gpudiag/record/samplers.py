@@ -1,0 +1,444 @@
+"""Background samplers: NVML, psutil and the GIL probe, turned into counter samples.
+
+A ``Sampler`` is a daemon thread that calls ``read()`` every ``interval`` seconds, converts
+the result into samples and hands each to a sink::
+
+    sink(name: str, source: str, ts_us: float, value: float)
+
+``name`` is one of ``gpudiag.trace.timeline.COUNTER_NAMES``; ``source`` is "GPU 0", "GPU 1",
+... or "host"; ``ts_us`` is wall-clock µs (``time.time() * 1e6``). A sampler never raises
+into its caller: failures are counted and the first few kept in ``errors``.
+
+Example::
+
+    from gpudiag.record.samplers import SamplerSet
+
+    samples = []
+    with SamplerSet.default(lambda *s: samples.append(s)) as samplers:
+        model.fit(...)
+    print(samplers.status())  # ["GPU: not measured — No NVIDIA GPU visible: ...", ...]
+    print(samplers.limitations())  # sentences for Timeline.meta.limitations
+
+GPU utilisation comes from the driver's buffered samples, each emitted with its own driver
+timestamp (wall-clock µs), so a 0.5 s read interval still resolves gaps of ~1/6 s.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, Generic, TypeVar
+
+from gpudiag.record.gil import GilProbe, GilWindow
+from gpudiag.record.host import HostMonitor, HostSnapshot
+from gpudiag.record.nvml import GpuSnapshot, NvmlSession
+from gpudiag.trace.timeline import COUNTER_NAMES
+
+__all__ = [
+    "Sample",
+    "Sampler",
+    "SamplerSet",
+    "Sink",
+    "gil_sampler",
+    "gil_samples",
+    "gpu_sampler",
+    "gpu_samples",
+    "host_sampler",
+    "host_samples",
+]
+
+Sink = Callable[[str, str, float, float], None]
+Sample = tuple[str, str, float, float]  # (name, source, ts_us, value)
+T = TypeVar("T")
+
+HOST = "host"
+_MAX_KEPT_ERRORS = 10
+
+# ---- snapshot -> samples (shared by the trace path and the live monitor) -----------------
+
+
+def gpu_samples(snaps: Iterable[GpuSnapshot]) -> list[Sample]:
+    """Counter samples from GPU snapshots; utilisation keeps the driver's timestamps."""
+    out: list[Sample] = []
+    for s in snaps:
+        src, ts = s.source, s.ts_us
+        out.extend(("gpu_util", src, t, v) for t, v in s.util_samples)
+        for name, value in (
+            ("gpu_mem_used", s.mem_used_mib),
+            ("pcie_rx", s.pcie_rx_mbs),
+            ("pcie_tx", s.pcie_tx_mbs),
+            ("gpu_power", s.power_w),
+            ("gpu_clock_sm", s.clock_sm_mhz),
+        ):
+            if value is not None:
+                out.append((name, src, ts, float(value)))
+    return out
+
+
+def host_samples(s: HostSnapshot) -> list[Sample]:
+    out: list[Sample] = []
+    for name, value in (
+        ("cpu_total", s.cpu_total),
+        ("cpu_max_core", s.cpu_max_core),
+        ("cpu_process", s.cpu_process),
+        ("cpu_iowait", s.iowait),
+        ("host_mem_used", s.mem_used_pct),
+    ):
+        if value is not None:
+            out.append((name, HOST, s.ts_us, float(value)))
+    return out
+
+
+def gil_samples(w: GilWindow, ts_us: float | None = None) -> list[Sample]:
+    """The window's p95 lateness (in-process and reference), stamped at the read."""
+    ts = time.time() * 1e6 if ts_us is None else ts_us
+    out: list[Sample] = []
+    if w.p95_ms is not None:
+        out.append(("gil_lateness", HOST, ts, w.p95_ms))
+    if w.ref_p95_ms is not None:
+        out.append(("gil_reference_lateness", HOST, ts, w.ref_p95_ms))
+    return out
+
+
+_EMITTED = {
+    "gpu_util",
+    "gpu_mem_used",
+    "pcie_rx",
+    "pcie_tx",
+    "gpu_power",
+    "gpu_clock_sm",
+    "cpu_total",
+    "cpu_max_core",
+    "cpu_process",
+    "cpu_iowait",
+    "host_mem_used",
+    "gil_lateness",
+    "gil_reference_lateness",
+}
+assert COUNTER_NAMES.keys() >= _EMITTED, _EMITTED - COUNTER_NAMES.keys()
+
+# ---- the thread ---------------------------------------------------------------------------
+
+
+class Sampler(Generic[T]):
+    """Calls ``read()`` every ``interval`` s on a daemon thread; emits ``convert(result)``.
+
+    ``observer`` (optional) receives each raw result — the live monitor keeps the latest
+    snapshots (process lists, per-core bars) that way, while the counters go through the same
+    ``convert`` + ``sink`` path as a recorded trace. ``on_start``/``on_stop`` open and close
+    what the sampler reads from (the GIL probe's thread and subprocess).
+    """
+
+    def __init__(
+        self,
+        name: str,
+        read: Callable[[], T],
+        convert: Callable[[T], Iterable[Sample]],
+        sink: Sink | None,
+        interval: float = 1.0,
+        *,
+        observer: Callable[[T], None] | None = None,
+        on_start: Callable[[], Any] | None = None,
+        on_stop: Callable[[], Any] | None = None,
+        description: str = "",
+    ) -> None:
+        self.name = name
+        self.interval = float(interval)
+        self.description = description or name
+        self._read = read
+        self._convert = convert
+        self._sink = sink
+        self._observer = observer
+        self._on_start = on_start
+        self._on_stop = on_stop
+        self.errors: list[str] = []
+        self.error_count = 0
+        self.reads = 0
+        self.samples_emitted = 0
+        self.latest: T | None = None
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._stopped = False
+        self._lock = threading.Lock()
+
+    def _error(self, where: str, exc: BaseException) -> None:
+        self.error_count += 1
+        if len(self.errors) < _MAX_KEPT_ERRORS:
+            self.errors.append(f"{self.name} {where}: {type(exc).__name__}: {exc}")
+
+    def sample_once(self) -> T | None:
+        """One read + emit on the calling thread. Never raises; None when the read failed."""
+        try:
+            result = self._read()
+        except Exception as exc:
+            self._error("read", exc)
+            return None
+        self.reads += 1
+        self.latest = result
+        if self._observer is not None:
+            try:
+                self._observer(result)
+            except Exception as exc:
+                self._error("observer", exc)
+        try:
+            samples = list(self._convert(result))
+        except Exception as exc:
+            self._error("convert", exc)
+            return result
+        if self._sink is not None:
+            for s in samples:
+                try:
+                    self._sink(*s)
+                    self.samples_emitted += 1
+                except Exception as exc:
+                    self._error("sink", exc)
+        return result
+
+    def _run(self) -> None:
+        next_t = time.monotonic()
+        while not self._stop.is_set():
+            self.sample_once()
+            next_t += self.interval
+            delay = next_t - time.monotonic()
+            if delay < 0:  # fell behind (slow read): don't burst to catch up
+                next_t = time.monotonic()
+                delay = 0.0
+            if self._stop.wait(delay):
+                break
+
+    def start(self) -> Sampler[T]:
+        """Start the thread (first sample immediately). Idempotent; not restartable."""
+        with self._lock:
+            if self._thread is not None or self._stopped:
+                return self
+            if self._on_start is not None:
+                try:
+                    self._on_start()
+                except Exception as exc:
+                    self._error("start", exc)
+            self._thread = threading.Thread(
+                target=self._run, name=f"gpudiag-sampler-{self.name}", daemon=True
+            )
+            self._thread.start()
+        return self
+
+    def stop(self, timeout: float = 2.0) -> None:
+        """Stop and join the thread (bounded by ``timeout``), then run ``on_stop``.
+        Idempotent; never raises."""
+        with self._lock:
+            if self._stopped:
+                return
+            self._stopped = True
+            self._stop.set()
+            thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout)
+            if thread.is_alive():
+                self._error("stop", TimeoutError(f"thread still running after {timeout:.1f} s"))
+        if self._on_stop is not None:
+            try:
+                self._on_stop()
+            except Exception as exc:
+                self._error("stop", exc)
+
+    @property
+    def running(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+
+# ---- factories ----------------------------------------------------------------------------
+
+
+def gpu_sampler(
+    session: NvmlSession,
+    sink: Sink | None,
+    interval: float = 0.5,
+    *,
+    observer: Callable[[list[GpuSnapshot]], None] | None = None,
+    close_session: bool = True,
+) -> Sampler[list[GpuSnapshot]]:
+    """NVML sampler. Per-field NVML failures land in ``errors`` (as "GPU 0 pcie_rx: ...")."""
+    sampler: Sampler[list[GpuSnapshot]]
+
+    def read() -> list[GpuSnapshot]:
+        snaps = session.read()
+        for s in snaps:
+            for e in s.errors:
+                sampler._error(s.source, RuntimeError(e))
+        return snaps
+
+    desc = ", ".join(f"GPU {i} {n}" for i, n in zip(session.indices, session.names, strict=True))
+    sampler = Sampler(
+        "gpu",
+        read,
+        gpu_samples,
+        sink,
+        interval,
+        observer=observer,
+        on_stop=session.close if close_session else None,
+        description=f"NVML every {interval:g} s: {desc}",
+    )
+    return sampler
+
+
+def host_sampler(
+    sink: Sink | None,
+    interval: float = 1.0,
+    *,
+    monitor: HostMonitor | None = None,
+    observer: Callable[[HostSnapshot], None] | None = None,
+) -> Sampler[HostSnapshot]:
+    mon = monitor or HostMonitor()
+    return Sampler(
+        "host",
+        mon.read,
+        host_samples,
+        sink,
+        interval,
+        observer=observer,
+        description=f"psutil every {interval:g} s",
+    )
+
+
+def gil_sampler(
+    probe: GilProbe,
+    sink: Sink | None,
+    interval: float = 1.0,
+    *,
+    observer: Callable[[GilWindow], None] | None = None,
+) -> Sampler[GilWindow]:
+    """Emits the p95 lateness of each window; starts and stops the probe with the sampler."""
+    return Sampler(
+        "gil",
+        lambda: probe.read(interval),
+        gil_samples,
+        sink,
+        interval,
+        observer=observer,
+        on_start=probe.start,
+        on_stop=probe.stop,
+        description=f"5 ms sleep probe, p95 per {interval:g} s window",
+    )
+
+
+# ---- the set ------------------------------------------------------------------------------
+
+
+class SamplerSet:
+    """Starts and stops a group of samplers together and says what is and is not measured.
+
+    ``notes``: "what: not measured — why" lines for things that were never set up.
+    """
+
+    def __init__(self, samplers: Sequence[Sampler[Any]] = (), notes: Sequence[str] = ()) -> None:
+        self.samplers: list[Sampler[Any]] = list(samplers)
+        self.notes: list[str] = list(notes)
+        self.gpu: NvmlSession | None = None
+        self.gil: GilProbe | None = None
+        self.host: HostMonitor | None = None
+
+    @classmethod
+    def default(
+        cls,
+        sink: Sink | None,
+        *,
+        gpu: bool = True,
+        host: bool = True,
+        gil: bool = True,
+        gpu_interval: float = 0.5,
+        host_interval: float = 1.0,
+        gil_interval: float = 1.0,
+        nvml_lib: Any = None,
+        gil_reference: bool = True,
+    ) -> SamplerSet:
+        """NVML (if a GPU is visible), psutil and GIL samplers feeding one sink. Setting up
+        never raises: whatever fails becomes a "not measured" line in ``status()``."""
+        out = cls()
+        if gpu:
+            try:
+                session = NvmlSession(lib=nvml_lib)
+            except Exception as exc:  # defensive: NvmlSession itself catches NVML errors
+                out.notes.append(f"GPU: not measured — {type(exc).__name__}: {exc}")
+            else:
+                out.gpu = session
+                if session.available:
+                    out.samplers.append(gpu_sampler(session, sink, gpu_interval))
+                else:
+                    out.notes.append(f"GPU: not measured — {session.reason}")
+        if host:
+            try:
+                out.host = HostMonitor()
+                out.samplers.append(host_sampler(sink, host_interval, monitor=out.host))
+            except Exception as exc:
+                out.notes.append(f"host CPU/memory: not measured — {type(exc).__name__}: {exc}")
+        if gil:
+            out.gil = GilProbe(reference=gil_reference)
+            out.samplers.append(gil_sampler(out.gil, sink, gil_interval))
+        return out
+
+    def start_all(self) -> SamplerSet:
+        for s in self.samplers:
+            s.start()
+        return self
+
+    def stop_all(self, timeout: float = 2.0) -> None:
+        """Stop every sampler (each bounded by ``timeout``); idempotent, never raises."""
+        for s in self.samplers:
+            s.stop(timeout)
+        if self.gpu is not None:
+            self.gpu.close()
+
+    def __enter__(self) -> SamplerSet:
+        return self.start_all()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop_all()
+
+    def get(self, name: str) -> Sampler[Any] | None:
+        return next((s for s in self.samplers if s.name == name), None)
+
+    @property
+    def errors(self) -> list[str]:
+        return [e for s in self.samplers for e in s.errors]
+
+    @property
+    def error_count(self) -> int:
+        return sum(s.error_count for s in self.samplers)
+
+    def status(self) -> list[str]:
+        """One line per signal: "X: measured (...)" or "X: not measured — why"."""
+        lines: list[str] = []
+        for s in self.samplers:
+            lines.append(f"{_LABELS.get(s.name, s.name)}: measured ({s.description})")
+            if s.name == "gpu" and self.gpu is not None:
+                for pos, src in enumerate(self.gpu.sources):
+                    missing = sorted(self.gpu.unsupported(pos))
+                    if missing:
+                        lines.append(
+                            f"{src} {', '.join(missing)}: not measured — NVML says "
+                            "not supported on this GPU/driver"
+                        )
+            if s.name == "host" and self.host is not None:
+                if not self.host.has_iowait:
+                    lines.append("CPU iowait: not measured — this platform does not report it")
+                if not self.host.has_loadavg:
+                    lines.append("load average: not measured — this platform has none")
+            if s.name == "gil" and self.gil is not None and self.gil.reference_reason:
+                lines.append(
+                    f"GIL reference heartbeat: not measured — {self.gil.reference_reason}"
+                    " (GIL and CPU contention cannot be told apart)"
+                )
+            if s.error_count:
+                lines.append(
+                    f"{_LABELS.get(s.name, s.name)}: {s.error_count} sampling errors,"
+                    f" first: {s.errors[0] if s.errors else '?'}"
+                )
+        return self.notes + lines
+
+    def limitations(self) -> list[str]:
+        """The "not measured" lines only, for ``Timeline.meta.limitations``."""
+        return [line for line in self.status() if "not measured" in line]
+
+
+_LABELS = {"gpu": "GPU", "host": "host CPU/memory", "gil": "GIL pressure"}

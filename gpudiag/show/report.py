@@ -1,0 +1,156 @@
+"""The terminal report a person reads in ten seconds: verdict, breakdown, evidence, fixes.
+
+    from rich.console import Console
+    Console().print(render_report(diagnosis))
+
+Rendering only: every number comes from the Diagnosis (nothing is computed here that the JSON
+does not also carry).
+"""
+
+from __future__ import annotations
+
+from rich.console import Group, RenderableType
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from gpudiag.analyze.breakdown import CATEGORIES
+from gpudiag.analyze.diagnosis import Diagnosis
+
+COLOURS = {
+    "input": "red",
+    "transfer": "magenta",
+    "compute": "green",
+    "sync": "yellow",
+    "other": "bright_black",
+}
+VERDICT_STYLE = {
+    "data-starved": "bold white on red",
+    "sync-bound": "bold black on yellow",
+    "compute-bound": "bold white on green",
+    "inconclusive": "bold white on bright_black",
+}
+SEVERITY_STYLE = {"high": "bold red", "moderate": "yellow", "info": "cyan"}
+LABELS = {
+    "input": "input wait",
+    "transfer": "host↔device",
+    "compute": "compute",
+    "sync": "exposed sync",
+    "other": "other/idle",
+}
+
+
+def stacked_bar(shares: dict[str, float], width: int) -> Text:
+    """One line, each category a run of blocks proportional to its share."""
+    text = Text()
+    used = 0
+    cats = [c for c in CATEGORIES if shares.get(c, 0) > 0]
+    for i, cat in enumerate(cats):
+        n = width - used if i == len(cats) - 1 else round(shares[cat] * width)
+        n = max(0, min(n, width - used))
+        text.append("█" * n, style=COLOURS[cat])
+        used += n
+    if used < width:
+        text.append("░" * (width - used), style="bright_black")
+    return text
+
+
+def legend(shares: dict[str, float]) -> Text:
+    text = Text()
+    for cat in CATEGORIES:
+        text.append("■ ", style=COLOURS[cat])
+        text.append(f"{LABELS[cat]} {100 * shares.get(cat, 0):.0f}%   ")
+    return text
+
+
+def step_strip(per_step: list[dict[str, float]], width: int) -> Text:
+    """Steps side by side, each a small stacked bar: bursts and idle gaps at a glance."""
+    if not per_step:
+        return Text("")
+    cell = max(1, min(12, width // len(per_step) - 1))
+    shown = per_step[: max(1, width // (cell + 1))]
+    text = Text()
+    for row in shown:
+        text.append_text(stacked_bar(row, cell))
+        text.append("│", style="bright_black")
+    if len(shown) < len(per_step):
+        text.append(f" +{len(per_step) - len(shown)} steps", style="bright_black")
+    return text
+
+
+def _evidence_text(evidence: dict[str, object]) -> str:
+    parts = []
+    for k, v in evidence.items():
+        if isinstance(v, dict):
+            v = ", ".join(f"{kk}: {vv}" for kk, vv in list(v.items())[:2])
+        parts.append(f"{k}={v}")
+    return "  ".join(parts)
+
+
+def render_report(d: Diagnosis, width: int = 100) -> RenderableType:
+    bar_width = max(20, min(80, width - 10))
+    head = Text()
+    head.append(f" {d.verdict.upper()} ", style=VERDICT_STYLE[d.verdict])
+    head.append(f"  confidence {d.confidence:.2f}  ", style="bold")
+    head.append(d.reason)
+    parts: list[RenderableType] = [head, Text("")]
+    if d.verdict != "inconclusive" or any(d.breakdown.values()):
+        parts += [Text("Step time", style="bold"), stacked_bar(d.breakdown, bar_width),
+                  legend(d.breakdown)]
+        st = d.steps
+        if st.get("analyzed"):
+            parts.append(Text(
+                f"{st['analyzed']} of {st['count']} steps profiled; step median "
+                f"{st['median_ms']:.1f} ms, p90 {st['p90_ms']:.1f} ms", style="bright_black"))
+        if d.per_step:
+            parts += [Text(""), Text("Per step (busy vs idle)", style="bold"),
+                      step_strip(d.per_step, bar_width)]
+    if d.findings:
+        t = Table(title="Evidence", title_justify="left", title_style="bold", expand=False,
+                  show_edge=False, pad_edge=False)
+        t.add_column("severity")
+        t.add_column("finding")
+        t.add_column("what was measured", overflow="fold")
+        for f in d.findings:
+            t.add_row(Text(f.severity, style=SEVERITY_STYLE.get(f.severity, "")),
+                      Text(f"{f.id}\n", style="bold").append(f.title, style=""),
+                      _evidence_text(f.evidence))
+        parts += [Text(""), t]
+    if d.suggestions:
+        t = Table(title="Top fixes", title_justify="left", title_style="bold", show_edge=False,
+                  pad_edge=False)
+        t.add_column("gain", justify="right")
+        t.add_column("change", overflow="fold")
+        for s in d.suggestions[:4]:
+            gain = f"≤{s.expected_gain:.2f}×" if s.expected_gain > 1.0 else "fix"
+            t.add_row(Text(gain, style="bold green"),
+                      Text(s.title, style="bold").append(f"\n{s.detail}\n", style="")
+                      .append(f"basis: {s.basis}", style="bright_black"))
+        parts += [Text(""), t]
+    if d.devices:
+        t = Table(title="Devices", title_justify="left", title_style="bold", show_edge=False,
+                  pad_edge=False)
+        for col in ("rank", "device", "busy", "compute", "sync", "copies", "gaps",
+                    "longest gap", "gaps at step edge"):
+            t.add_column(col, justify="left" if col in ("rank", "device") else "right")
+        for r in d.devices[:32]:
+            t.add_row(r.rank, r.device, f"{100 * r.busy:.0f}%", f"{100 * r.compute:.0f}%",
+                      f"{100 * r.sync:.0f}%", f"{100 * r.transfer:.0f}%", str(r.gaps),
+                      f"{r.longest_gap_ms:.1f} ms", f"{100 * r.gap_boundary_share:.0f}%")
+        parts += [Text(""), t]
+    if len(d.ranks) > 1:
+        t = Table(title="Ranks", title_justify="left", title_style="bold", show_edge=False,
+                  pad_edge=False)
+        for col in ("rank", "verdict", "steps", "step", "input", "compute", "sync", "other"):
+            t.add_column(col, justify="left" if col in ("rank", "verdict") else "right")
+        for r in d.ranks[:64]:
+            b = r.breakdown
+            t.add_row(r.label, r.verdict, str(r.steps), f"{r.step_ms:.1f} ms",
+                      f"{100 * b['input']:.0f}%", f"{100 * b['compute']:.0f}%",
+                      f"{100 * b['sync']:.0f}%", f"{100 * b['other']:.0f}%")
+        parts += [Text(""), t]
+    if d.limitations:
+        parts += [Text(""), Text("Not measured / caveats", style="bold")]
+        parts += [Text(f"• {lim}", style="bright_black") for lim in d.limitations]
+    title = "gpudiag — " + (", ".join(d.sources) if d.sources else d.producer)
+    return Panel(Group(*parts), title=title, title_align="left", border_style="blue")

@@ -1,0 +1,189 @@
+"""gpudiag's own trace format: streamed Chrome Trace Event JSON (see docs/trace-format.md).
+
+One event per line in a JSON array, written as ``[`` then ``{first}`` then ``,{next}`` lines
+and a closing ``]``. Perfetto and chrome://tracing open it (the array format allows the
+closing bracket to be missing), and a file cut off mid-write (training killed) still reads up
+to its last complete line.
+
+    timelines = read_gpudiag(raw_bytes, "run.gpudiag.json")
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from gpudiag.trace.errors import TraceError
+from gpudiag.trace.timeline import Kind, Metadata, RecordedFinding, Timeline
+
+FORMAT_NAME = "gpudiag-trace"
+FORMAT_VERSION = 1
+META_EVENT = "gpudiag.metadata"  # first event: run facts (Metadata fields)
+META_UPDATE = "gpudiag.metadata.update"  # later facts (replicas once known, limitations)
+CAT_STEP = "step"
+CAT_INPUT = "input"
+CAT_DEVICE = "device."  # + Kind value: device.compute, device.h2d, ...
+CAT_FINDING = "gpudiag.finding"
+CAT_PIPELINE = "gpudiag.pipeline"
+CAT_WINDOW = "gpudiag.profile_window"
+HOST_PID = 1
+DEVICE_PID_BASE = 100
+
+
+def parse_stream(raw: bytes, path: str) -> tuple[list[dict[str, Any]], bool]:
+    """Events of a gpudiag stream and whether its tail was cut off.
+
+    Fast path: the whole file is valid JSON. A truncated file is re-read up to its last
+    complete line; a bad line before the last one is corruption, not truncation.
+    """
+    try:
+        events = json.loads(raw)
+        if isinstance(events, list):
+            return events, False
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
+        pass
+    text = raw.decode("utf-8", errors="replace")
+    lines = text.split("\n")
+    events = []
+    truncated = False
+    for lineno, line in enumerate(lines, 1):
+        s = line.strip()
+        if s in ("", "[", "]"):
+            continue
+        if s.startswith(","):
+            s = s[1:]
+        if s.endswith("]"):
+            s = s[:-1]
+        try:
+            ev = json.loads(s)
+        except json.JSONDecodeError:
+            if all(not rest.strip() for rest in lines[lineno:]):
+                truncated = True  # the last line was being written when the run died
+                break
+            raise TraceError(path, f"corrupt gpudiag trace at line {lineno}") from None
+        if not isinstance(ev, dict):
+            raise TraceError(path, f"line {lineno} is not a trace event object")
+        events.append(ev)
+    return events, truncated
+
+
+def read_gpudiag(raw: bytes, path: str) -> list[Timeline]:
+    events, truncated = parse_stream(raw, path)
+    if not events or events[0].get("name") != META_EVENT:
+        raise TraceError(path, "not a gpudiag trace (no gpudiag.metadata header)")
+    header = events[0].get("args") or {}
+    if header.get("format") != FORMAT_NAME:
+        raise TraceError(path, "gpudiag.metadata header names another format")
+    if int(header.get("version", 0)) > FORMAT_VERSION:
+        raise TraceError(
+            path, f"trace format version {header.get('version')} is newer than this gpudiag"
+        )
+    tl = Timeline(meta=_metadata(header, path))
+    if truncated:
+        tl.meta.limitations.append(
+            "trace file ends mid-event (the run was killed); read up to its last complete event"
+        )
+    try:
+        _fill(tl, events[1:])
+    except (KeyError, TypeError, ValueError) as e:
+        raise TraceError(path, f"malformed gpudiag event ({type(e).__name__}: {e})") from None
+    return [tl.freeze()]
+
+
+_META_FIELDS = (
+    "producer", "devices", "device_type", "replicas", "rank", "world_size", "batch_size",
+    "framework", "hostname", "limitations", "extra",
+)
+
+
+def _metadata(args: dict[str, Any], path: str) -> Metadata:
+    meta = Metadata(producer="gpudiag", source=path)
+    _update_meta(meta, args)
+    return meta
+
+
+def _update_meta(meta: Metadata, args: dict[str, Any]) -> None:
+    for key in _META_FIELDS:
+        if key not in args or args[key] is None:
+            continue
+        value = args[key]
+        if key == "limitations":
+            meta.limitations.extend(str(x) for x in value if str(x) not in meta.limitations)
+        elif key == "devices":
+            meta.devices.extend(str(x) for x in value if str(x) not in meta.devices)
+        elif key == "extra":
+            meta.extra.update(dict(value))
+        elif key in ("replicas", "rank", "world_size", "batch_size"):
+            setattr(meta, key, int(value))
+        else:
+            setattr(meta, key, str(value))
+
+
+def _fill(tl: Timeline, events: list[dict[str, Any]]) -> None:
+    step_idx: list[int] = []
+    step_s: list[float] = []
+    step_e: list[float] = []
+    step_p: list[bool] = []
+    dev: dict[tuple[str, Kind], tuple[list[float], list[float]]] = {}
+    in_s: list[float] = []
+    in_e: list[float] = []
+    in_n: list[str] = []
+    counters: dict[tuple[str, str], tuple[list[float], list[float]]] = {}
+    kernels: dict[str, int] = {}
+    for ev in events:
+        ph = ev.get("ph")
+        cat = ev.get("cat", "")
+        if ph == "X":
+            ts = float(ev["ts"])
+            end = ts + float(ev.get("dur", 0.0))
+            args = ev.get("args") or {}
+            if cat == CAT_STEP:
+                step_idx.append(int(args.get("step", len(step_idx))))
+                step_s.append(ts)
+                step_e.append(end)
+                step_p.append(bool(args.get("profiled", False)))
+            elif cat.startswith(CAT_DEVICE):
+                kind = Kind(cat[len(CAT_DEVICE):])
+                device = str(args["device"])
+                lists = dev.setdefault((device, kind), ([], []))
+                lists[0].append(ts)
+                lists[1].append(end)
+                if kind is Kind.COMPUTE:
+                    kernels[device] = kernels.get(device, 0) + int(args.get("n", 1))
+            elif cat == CAT_INPUT:
+                in_s.append(ts)
+                in_e.append(end)
+                in_n.append(str(ev.get("name", "input")))
+        elif ph == "C":
+            ts = float(ev["ts"])
+            for source, value in (ev.get("args") or {}).items():
+                if value is None:
+                    continue
+                lists = counters.setdefault((str(ev["name"]), str(source)), ([], []))
+                lists[0].append(ts)
+                lists[1].append(float(value))
+        elif ph in ("i", "I", "M"):
+            args = ev.get("args") or {}
+            if cat == CAT_FINDING:
+                tl.findings.append(
+                    RecordedFinding(
+                        id=str(ev["name"]),
+                        severity=str(args.get("severity", "moderate")),
+                        title=str(args.get("title", ev["name"])),
+                        evidence=dict(args.get("evidence") or {}),
+                        fix=str(args.get("fix", "")),
+                    )
+                )
+            elif cat == CAT_PIPELINE:
+                tl.pipeline.update(args)
+            elif ev.get("name") == META_UPDATE:
+                _update_meta(tl.meta, args)
+    if step_idx:
+        tl.add_steps(step_idx, step_s, step_e, step_p)
+    for (device, kind), (s, e) in dev.items():
+        tl.add_activity(device, kind, s, e)
+    tl.kernel_counts.update(kernels)
+    if in_s:
+        tl.add_input_wait(in_s, in_e, in_n)
+    for (name, source), (ts_list, values) in counters.items():
+        tl.add_counter(name, source, ts_list, values)

@@ -1,0 +1,150 @@
+"""PyTorch profiler (Kineto) JSON -> Timeline.
+
+Kineto writes GPU activity as ``X`` events with ``cat`` kernel / gpu_memcpy / gpu_memset (older
+releases: Kernel / Memcpy / Memset) whose pid is the device index; steps as ``ProfilerStep#N``
+annotations on the CPU; DataLoader waits as ``enumerate(DataLoader)#...__next__``.
+
+    timelines = read_kineto(parse_chrome(raw, path), path)
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from gpudiag.trace.chrome import ChromeDoc
+from gpudiag.trace.errors import TraceError
+from gpudiag.trace.timeline import Kind, Metadata, Timeline
+
+KERNEL_CATS = frozenset({"kernel", "Kernel"})
+MEMCPY_CATS = frozenset({"gpu_memcpy", "Memcpy"})
+MEMSET_CATS = frozenset({"gpu_memset", "Memset"})
+DEVICE_CATS = KERNEL_CATS | MEMCPY_CATS | MEMSET_CATS
+COLLECTIVE_RE = re.compile(r"nccl|rccl|all_?reduce|allgather|reduce_?scatter", re.IGNORECASE)
+STEP_RE = re.compile(r"^ProfilerStep#(\d+)$")
+DATALOADER_PREFIX = "enumerate(DataLoader)#"
+
+
+def looks_like_kineto(doc: ChromeDoc) -> bool:
+    if "deviceProperties" in doc.top or "distributedInfo" in doc.top:
+        return True
+    if "schemaVersion" in doc.top:
+        return True
+    for ev in doc.events[:5000]:
+        name = ev.get("name")
+        if ev.get("cat") in DEVICE_CATS or (isinstance(name, str) and name.startswith("ProfilerStep#")):
+            return True
+    return False
+
+
+def memcpy_kind(name: str) -> Kind:
+    if "HtoD" in name or "H2D" in name:
+        return Kind.H2D
+    if "DtoH" in name or "D2H" in name:
+        return Kind.D2H
+    return Kind.COMPUTE  # DtoD / PtoP copies and memsets run on the device itself
+
+
+def read_kineto(doc: ChromeDoc, path: str) -> list[Timeline]:
+    tl = Timeline(meta=_metadata(doc, path))
+    dev: dict[tuple[str, Kind], tuple[list[float], list[float]]] = {}
+    kernels: dict[str, int] = {}
+    step_idx: list[int] = []
+    step_s: list[float] = []
+    step_e: list[float] = []
+    in_s: list[float] = []
+    in_e: list[float] = []
+    in_n: list[str] = []
+    launches = 0
+    try:
+        for ev in doc.events:
+            if ev.get("ph") != "X":
+                continue
+            cat = ev.get("cat")
+            name = ev.get("name")
+            if not isinstance(name, str):
+                continue
+            if cat in DEVICE_CATS:
+                ts = float(ev["ts"])
+                end = ts + float(ev.get("dur", 0.0))
+                args = ev.get("args") or {}
+                device = f"GPU {int(args.get('device', ev.get('pid', 0)))}"
+                if cat in KERNEL_CATS:
+                    kind = Kind.COLLECTIVE if COLLECTIVE_RE.search(name) else Kind.COMPUTE
+                    kernels[device] = kernels.get(device, 0) + 1
+                elif cat in MEMCPY_CATS:
+                    kind = memcpy_kind(name)
+                else:
+                    kind = Kind.COMPUTE
+                lists = dev.get((device, kind))
+                if lists is None:
+                    lists = dev[(device, kind)] = ([], [])
+                lists[0].append(ts)
+                lists[1].append(end)
+            elif cat in ("cuda_runtime", "Runtime", "cuda_driver"):
+                if "Launch" in name:
+                    launches += 1
+            elif name.startswith("ProfilerStep#"):
+                if cat == "gpu_user_annotation":
+                    continue  # the device-side mirror of the CPU annotation
+                m = STEP_RE.match(name)
+                if m:
+                    ts = float(ev["ts"])
+                    step_idx.append(int(m.group(1)))
+                    step_s.append(ts)
+                    step_e.append(ts + float(ev.get("dur", 0.0)))
+            elif name.startswith(DATALOADER_PREFIX):
+                ts = float(ev["ts"])
+                in_s.append(ts)
+                in_e.append(ts + float(ev.get("dur", 0.0)))
+                in_n.append(name)
+    except (KeyError, TypeError, ValueError) as e:
+        raise TraceError(path, f"malformed Kineto event ({type(e).__name__}: {e})") from None
+    if step_idx:
+        tl.add_steps(step_idx, step_s, step_e)
+    for device in sorted({d for d, _ in dev}, key=_device_order):
+        for kind in Kind:
+            if (device, kind) in dev:
+                s, e = dev[(device, kind)]
+                tl.add_activity(device, kind, s, e)
+    tl.kernel_counts.update(kernels)
+    if in_s:
+        tl.add_input_wait(in_s, in_e, in_n)
+    if any("_SingleProcessDataLoaderIter" in n for n in in_n):
+        tl.pipeline["dataloader_workers"] = 0
+    elif any("_MultiProcessingDataLoaderIter" in n for n in in_n):
+        tl.pipeline["dataloader_workers"] = "several"
+    tl.meta.extra["kernel_launches"] = launches
+    if not dev:
+        tl.meta.limitations.append(
+            "no GPU events in this trace (CPU-only run, or the profiler did not record CUDA "
+            "activity): device time cannot be measured"
+        )
+    if not step_idx:
+        tl.meta.limitations.append(
+            "no ProfilerStep#N markers: use torch.profiler.profile(schedule=...) with "
+            "prof.step() so steps are recorded"
+        )
+    return [tl.freeze()]
+
+
+def _device_order(name: str) -> tuple[int, str]:
+    tail = name.rsplit(" ", 1)[-1]
+    return (int(tail) if tail.isdigit() else 1 << 30, name)
+
+
+def _metadata(doc: ChromeDoc, path: str) -> Metadata:
+    meta = Metadata(producer="kineto", source=path, framework="pytorch")
+    info: Any = doc.top.get("distributedInfo")
+    if isinstance(info, dict):
+        if isinstance(info.get("rank"), int):
+            meta.rank = info["rank"]
+        if isinstance(info.get("world_size"), int):
+            meta.world_size = info["world_size"]
+        if info.get("backend"):
+            meta.extra["backend"] = str(info["backend"])
+    props: Any = doc.top.get("deviceProperties")
+    if isinstance(props, list) and props:
+        names = {str(p.get("name", "")) for p in props if isinstance(p, dict)}
+        meta.device_type = ", ".join(sorted(n for n in names if n)) or "GPU"
+    return meta

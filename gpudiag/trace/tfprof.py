@@ -1,0 +1,210 @@
+"""TensorFlow / JAX profiler trace-viewer JSON -> Timeline.
+
+The same events come from ``*.trace.json.gz`` files and from ``.xplane.pb`` converted by xprof
+(see ``xplane.py``). Layout (field notes): processes ``/device:GPU:N`` with stream threads
+``Stream #N(Compute|MemcpyH2D|MemcpyD2H)`` and derived lines ("Steps", "TensorFlow Ops"), and
+``/host:CPU`` with threads ``python``, ``tf_Compute/…``, ``tf_data_…``, ``collective_ops/…``.
+
+On a CPU-only profile the ``tf_Compute`` threads *are* the device: their busy time is the
+compute, ``CollectiveReduceV2`` the sync and ``IteratorGetNext…`` the input wait.
+
+    timelines = read_tf_trace(parse_chrome(raw, path), path, producer="xplane")
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from gpudiag.trace.chrome import ChromeDoc
+from gpudiag.trace.errors import TraceError
+from gpudiag.trace.timeline import Intervals, Kind, Metadata, Timeline
+
+DEVICE_RE = re.compile(r"^/device:(GPU|TPU|CPU):(\d+)")
+STREAM_KIND_RE = re.compile(r"\((Compute|MemcpyH2D|MemcpyD2H|MemcpyD2D|Memset|MemcpyP2P)\)")
+DERIVED_LINES = frozenset(
+    {"Steps", "TensorFlow Name Scope", "TensorFlow Ops", "XLA Ops", "XLA Modules",
+     "Launch Stats", "Framework Name Scope", "Framework Ops", "Source code",
+     "Async XLA Ops", "SparseCore", "XLA TraceMe"}
+)
+COLLECTIVE_RE = re.compile(r"nccl|rccl|Collective(Reduce|Gather|Bcast|AllToAll)|all-reduce|"
+                           r"all-gather|reduce-scatter|NcclAllReduce", re.IGNORECASE)
+INPUT_WAIT_NAMES = (
+    "IteratorGetNextOp::DoCompute",
+    "IteratorGetNextAsOptionalOp::DoCompute",
+    "MultiDeviceIteratorGetNextFromShard",
+)
+STEP_MARKER_RE = re.compile(r"^train (\d+)$")
+STEP_FUNCTIONS = ("multi_step_on_iterator", "one_step_on_iterator", "train_function")
+
+
+def looks_like_tf(doc: ChromeDoc) -> bool:
+    names = doc.process_names.values()
+    return any(n.startswith(("/host:", "/device:")) for n in names)
+
+
+def _device_name(proc: str) -> str | None:
+    m = DEVICE_RE.match(proc)
+    return f"{m.group(1)} {m.group(2)}" if m else None
+
+
+def _stream_kind(thread: str, event: str) -> Kind | None:
+    if COLLECTIVE_RE.search(event):
+        return Kind.COLLECTIVE
+    m = STREAM_KIND_RE.search(thread)
+    tag = m.group(1) if m else ""
+    if tag == "MemcpyH2D" or event in ("MemcpyH2D", "MemcpyHToD"):
+        return Kind.H2D
+    if tag == "MemcpyD2H" or event in ("MemcpyD2H", "MemcpyDToH"):
+        return Kind.D2H
+    return Kind.COMPUTE
+
+
+def read_tf_trace(doc: ChromeDoc, path: str, producer: str = "tf-trace-viewer") -> list[Timeline]:
+    """One Timeline per device that has its own step line (workers), else one in total."""
+    meta = Metadata(producer=producer, source=path, framework="tensorflow")
+    host_pids = {p for p, n in doc.process_names.items() if n.startswith("/host:")}
+    dev_of_pid = {p: d for p, n in doc.process_names.items() if (d := _device_name(n))}
+    dev: dict[tuple[str, Kind], tuple[list[float], list[float]]] = {}
+    kernels: dict[str, int] = {}
+    device_steps: dict[str, list[tuple[int, float, float]]] = {}
+    marker_steps: list[tuple[int, float, float]] = []
+    func_steps: list[tuple[float, float]] = []
+    cpu_compute: tuple[list[float], list[float]] = ([], [])
+    cpu_coll: tuple[list[float], list[float]] = ([], [])
+    in_s: list[float] = []
+    in_e: list[float] = []
+    in_n: list[str] = []
+    pipeline: dict[str, Any] = {}
+    try:
+        for ev in doc.events:
+            if ev.get("ph") != "X":
+                continue
+            pid = ev.get("pid")
+            name = ev.get("name")
+            if not isinstance(name, str):
+                continue
+            thread = doc.thread_names.get((pid, ev.get("tid")), "")
+            ts = float(ev["ts"])
+            end = ts + float(ev.get("dur", 0.0))
+            device = dev_of_pid.get(pid)
+            if device is not None:
+                if thread == "Steps":
+                    idx = int(name) if name.isdigit() else len(device_steps.get(device, []))
+                    device_steps.setdefault(device, []).append((idx, ts, end))
+                    continue
+                if thread in DERIVED_LINES:
+                    continue
+                kind = _stream_kind(thread, name)
+                if kind is None:
+                    continue
+                lists = dev.get((device, kind))
+                if lists is None:
+                    lists = dev[(device, kind)] = ([], [])
+                lists[0].append(ts)
+                lists[1].append(end)
+                if kind is Kind.COMPUTE:
+                    kernels[device] = kernels.get(device, 0) + 1
+                continue
+            if pid not in host_pids:
+                continue
+            if name in INPUT_WAIT_NAMES or name.startswith("MultiDeviceIteratorGetNextFromShard"):
+                in_s.append(ts)
+                in_e.append(end)
+                in_n.append(name)
+            elif thread == "python" or thread.startswith("python"):
+                m = STEP_MARKER_RE.match(name)
+                if m:
+                    marker_steps.append((int(m.group(1)), ts, end))
+                elif name in STEP_FUNCTIONS:
+                    func_steps.append((ts, end))
+            elif thread.startswith("tf_Compute"):
+                cpu_compute[0].append(ts)
+                cpu_compute[1].append(end)
+            elif thread.startswith("collective_ops") and COLLECTIVE_RE.search(name):
+                cpu_coll[0].append(ts)
+                cpu_coll[1].append(end)
+            if thread.startswith("tf_data") or name.startswith("Iterator::"):
+                _note_pipeline(pipeline, name, ev.get("args"))
+    except (KeyError, TypeError, ValueError) as e:
+        raise TraceError(path, f"malformed trace event ({type(e).__name__}: {e})") from None
+
+    base = Timeline(meta=meta)
+    base.pipeline.update(pipeline)
+    if in_s:
+        base.add_input_wait(in_s, in_e, in_n)
+    if not dev and cpu_compute[0]:
+        # CPU-only run: the compute threads are the device
+        meta.device_type = "CPU"
+        base.add_activity("CPU", Kind.COMPUTE, *cpu_compute)
+        if cpu_coll[0]:
+            base.add_activity("CPU", Kind.COLLECTIVE, *cpu_coll)
+        meta.limitations.append(
+            "CPU-only profile: device time is the busy time of TensorFlow's compute threads"
+        )
+    else:
+        meta.device_type = "GPU" if dev else ""
+        for (device, kind), (s, e) in sorted(dev.items(), key=lambda kv: _order(kv[0][0])):
+            base.add_activity(device, kind, s, e)
+        base.kernel_counts.update(kernels)
+
+    steps = marker_steps or [(i, s, e) for i, (s, e) in enumerate(sorted(func_steps))]
+    if steps or not device_steps:
+        if steps:
+            base.add_steps(*zip(*steps, strict=True))
+        else:
+            meta.limitations.append(
+                "no step markers in this profile (wrap each step in "
+                "tf.profiler.experimental.Trace('train', step_num=i, _r=1))"
+            )
+        return [base.freeze()]
+    return _split_by_device(base, device_steps)
+
+
+def _split_by_device(base: Timeline, device_steps: dict[str, list[tuple[int, float, float]]]
+                     ) -> list[Timeline]:
+    """Devices with their own step line (multi-worker xplanes) become one Timeline each."""
+    out = []
+    for device in sorted(device_steps, key=_order):
+        tl = Timeline(meta=Metadata(**{**base.meta.__dict__, "devices": [],
+                                       "limitations": list(base.meta.limitations),
+                                       "extra": {"worker_device": device}}))
+        for (d, kind), iv in base.activity.items():
+            if d == device:
+                tl.add_activity(d, kind, iv.starts, iv.ends)
+        if device in base.kernel_counts:
+            tl.kernel_counts[device] = base.kernel_counts[device]
+        steps = device_steps[device]
+        tl.add_steps(*zip(*steps, strict=True))
+        lo = min(s for _, s, _ in steps)
+        hi = max(e for _, _, e in steps)
+        clipped = base.input_wait.clip(lo, hi)
+        tl.input_wait = Intervals(clipped.starts, clipped.ends)
+        tl.input_wait_names = dict(base.input_wait_names)
+        tl.pipeline = dict(base.pipeline)
+        out.append(tl.freeze())
+    return out
+
+
+def _order(device: str) -> tuple[str, int]:
+    kind, _, num = device.partition(" ")
+    return (kind, int(num) if num.isdigit() else 0)
+
+
+def _note_pipeline(pipeline: dict[str, Any], name: str, args: Any) -> None:
+    """Facts about the tf.data graph: sequential map, generator source, Python functions."""
+    if name == "PyFunc" or name == "EagerPyFunc":
+        pipeline["py_function"] = True
+    if not isinstance(args, dict):
+        return
+    long_name = args.get("long_name")
+    if not isinstance(long_name, str) or not long_name.startswith("Iterator::"):
+        return
+    parts = long_name.split("::")
+    chain = pipeline.setdefault("iterator_chains", [])
+    if long_name not in chain and len(chain) < 20:
+        chain.append(long_name)
+    if "Generator" in parts:
+        pipeline["generator"] = True
+    if "Map" in parts or (parts[-1] == "MapAndBatch" and str(args.get("parallelism")) == "1"):
+        pipeline["sequential_map"] = True

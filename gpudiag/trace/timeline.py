@@ -1,0 +1,344 @@
+"""The one data model every producer writes and every consumer reads.
+
+A ``Timeline`` is one rank's (one process's) view of a training run. All times are
+microseconds on one clock, stored in numpy arrays so that a million-event trace costs a few
+tens of megabytes, not a few gigabytes of Python objects.
+
+Example::
+
+    tl = Timeline(meta=Metadata(producer="kineto"))
+    tl.add_steps([0, 1], starts=[0.0, 100.0], ends=[100.0, 200.0])
+    tl.add_activity("GPU 0", Kind.COMPUTE, starts=[10.0, 110.0], ends=[60.0, 190.0])
+    tl.add_input_wait(starts=[0.0, 100.0], ends=[10.0, 110.0], names=["next", "next"])
+    tl.freeze()  # sorts and merges; readers call this once they are done
+
+Readers (``gpudiag.trace.*``) build Timelines; analyzers (``gpudiag.analyze``) only read them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+import numpy as np
+
+
+class Kind(str, Enum):
+    """What a device interval was doing. ``TRANSFER_*`` are host<->device copies."""
+
+    COMPUTE = "compute"
+    H2D = "h2d"
+    D2H = "d2h"
+    COLLECTIVE = "collective"
+
+
+TRANSFER_KINDS = (Kind.H2D, Kind.D2H)
+
+
+class Intervals:
+    """A set of [start, end) intervals (µs), kept as two float64 arrays.
+
+    ``merged()`` gives the disjoint union, which is what every share computation needs:
+    two overlapping kernels on two streams keep a device busy once, not twice.
+    """
+
+    __slots__ = ("starts", "ends", "_merged")
+
+    def __init__(self, starts: Iterable[float] = (), ends: Iterable[float] = ()) -> None:
+        self.starts = np.asarray(starts, dtype=np.float64).ravel()
+        self.ends = np.asarray(ends, dtype=np.float64).ravel()
+        if self.starts.shape != self.ends.shape:
+            raise ValueError("starts and ends differ in length")
+        self._merged: Intervals | None = None
+
+    def __len__(self) -> int:
+        return int(self.starts.size)
+
+    def extend(self, starts: Iterable[float], ends: Iterable[float]) -> None:
+        self.starts = np.concatenate([self.starts, np.asarray(starts, dtype=np.float64).ravel()])
+        self.ends = np.concatenate([self.ends, np.asarray(ends, dtype=np.float64).ravel()])
+        self._merged = None
+
+    def merged(self) -> Intervals:
+        """Disjoint, sorted union of the intervals (cached)."""
+        if self._merged is not None:
+            return self._merged
+        out = union_of(self.starts, self.ends)
+        out._merged = out
+        self._merged = out
+        return out
+
+    def total(self) -> float:
+        m = self.merged()
+        return float(np.sum(m.ends - m.starts))
+
+    def span(self) -> tuple[float, float] | None:
+        if not len(self):
+            return None
+        return float(self.starts.min()), float(self.ends.max())
+
+    def clip(self, lo: float, hi: float) -> Intervals:
+        """Merged intervals cut to [lo, hi)."""
+        m = self.merged()
+        i = int(np.searchsorted(m.ends, lo, side="right"))
+        j = int(np.searchsorted(m.starts, hi, side="left"))
+        s = np.clip(m.starts[i:j], lo, hi)
+        e = np.clip(m.ends[i:j], lo, hi)
+        keep = e > s
+        out = Intervals(s[keep], e[keep])
+        out._merged = out
+        return out
+
+    def overlap_with(self, lo: float, hi: float) -> float:
+        """Time inside [lo, hi) covered by the union."""
+        c = self.clip(lo, hi)
+        return float(np.sum(c.ends - c.starts))
+
+
+def union_of(starts: np.ndarray, ends: np.ndarray) -> Intervals:
+    """Sorted, disjoint union of possibly overlapping intervals, in O(n log n)."""
+    if starts.size == 0:
+        return Intervals()
+    order = np.argsort(starts, kind="stable")
+    s = starts[order]
+    e = np.maximum.accumulate(ends[order])
+    # a new run starts where an interval begins after everything before it has ended
+    new_run = np.empty(s.size, dtype=bool)
+    new_run[0] = True
+    new_run[1:] = s[1:] > e[:-1]
+    run_ids = np.cumsum(new_run) - 1
+    out_s = s[new_run]
+    out_e = np.zeros(out_s.size)
+    np.maximum.at(out_e, run_ids, e)
+    keep = out_e > out_s
+    return Intervals(out_s[keep], out_e[keep])
+
+
+def union_many(sets: Sequence[Intervals]) -> Intervals:
+    if not sets:
+        return Intervals()
+    return union_of(
+        np.concatenate([x.starts for x in sets]), np.concatenate([x.ends for x in sets])
+    )
+
+
+def subtract(a: Intervals, b: Intervals) -> Intervals:
+    """Parts of ``a`` (merged) not covered by ``b`` (merged)."""
+    am, bm = a.merged(), b.merged()
+    if not len(am) or not len(bm):
+        return am
+    out_s: list[float] = []
+    out_e: list[float] = []
+    j = 0
+    nb = len(bm)
+    bs, be = bm.starts, bm.ends
+    for s, e in zip(am.starts.tolist(), am.ends.tolist(), strict=True):
+        while j < nb and be[j] <= s:
+            j += 1
+        cur = s
+        k = j
+        while k < nb and bs[k] < e:
+            if bs[k] > cur:
+                out_s.append(cur)
+                out_e.append(float(bs[k]))
+            cur = max(cur, float(be[k]))
+            if cur >= e:
+                break
+            k += 1
+        if cur < e:
+            out_s.append(cur)
+            out_e.append(e)
+    out = Intervals(out_s, out_e)
+    out._merged = out
+    return out
+
+
+@dataclass
+class Steps:
+    """Training steps: index (as the producer numbered them), start and end (µs)."""
+
+    index: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    start: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    end: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    # True where the step lies inside a profiled window (device activity was recorded)
+    profiled: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
+
+    def __len__(self) -> int:
+        return int(self.index.size)
+
+    @property
+    def durations(self) -> np.ndarray:
+        return self.end - self.start
+
+
+@dataclass
+class Counter:
+    """A sampled signal: GPU utilisation (%), PCIe (MB/s), CPU (%), GIL lateness (ms), ...
+
+    ``name`` is one of the names in ``COUNTER_NAMES`` (or a producer-specific one);
+    ``source`` says which device or host it belongs to ("GPU 0", "host").
+    """
+
+    name: str
+    source: str
+    unit: str
+    ts: np.ndarray
+    values: np.ndarray
+
+
+COUNTER_NAMES = {
+    "gpu_util": "%",
+    "gpu_mem_used": "MiB",
+    "pcie_rx": "MB/s",
+    "pcie_tx": "MB/s",
+    "gpu_power": "W",
+    "gpu_clock_sm": "MHz",
+    "cpu_total": "%",
+    "cpu_max_core": "%",
+    "cpu_process": "%",
+    "cpu_iowait": "%",
+    "host_mem_used": "%",
+    "gil_lateness": "ms",
+    "gil_reference_lateness": "ms",
+}
+
+
+@dataclass
+class RecordedFinding:
+    """A finding a producer established itself (pipeline lints) before any analysis."""
+
+    id: str
+    severity: str
+    title: str
+    evidence: dict[str, Any]
+    fix: str = ""
+
+
+@dataclass
+class Metadata:
+    """Facts about the run that are not events. Unknown facts stay ``None``."""
+
+    producer: str = "unknown"  # gpudiag | kineto | tf-trace-viewer | xplane
+    source: str = ""  # file the timeline came from
+    devices: list[str] = field(default_factory=list)
+    device_type: str = ""  # "GPU", "CPU", "ROCm GPU", ...
+    replicas: int | None = None
+    rank: int | None = None
+    world_size: int | None = None
+    batch_size: int | None = None
+    framework: str = ""  # "tensorflow", "jax", "torch", "pytorch"
+    hostname: str = ""
+    # plain sentences: what could not be measured and why ("no NVIDIA driver: ...")
+    limitations: list[str] = field(default_factory=list)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Timeline:
+    """One rank's run: steps, device busy intervals by kind, input waits, counters, facts."""
+
+    meta: Metadata = field(default_factory=Metadata)
+    steps: Steps = field(default_factory=Steps)
+    # (device, kind) -> intervals
+    activity: dict[tuple[str, Kind], Intervals] = field(default_factory=dict)
+    # host intervals that mean "the step is waiting for its next batch"
+    input_wait: Intervals = field(default_factory=Intervals)
+    # total time per input-wait event name, to point at the culprit (DataLoader, IteratorGetNext)
+    input_wait_names: dict[str, float] = field(default_factory=dict)
+    # tf.data / DataLoader facts seen in the trace: {"sequential_map": ..., "generator": ...}
+    pipeline: dict[str, Any] = field(default_factory=dict)
+    counters: list[Counter] = field(default_factory=list)
+    findings: list[RecordedFinding] = field(default_factory=list)
+    # number of device kernels seen (for kernel-launch-bound), per device
+    kernel_counts: dict[str, int] = field(default_factory=dict)
+
+    # ---- building (readers) -------------------------------------------------------------
+    def add_steps(
+        self,
+        index: Iterable[int],
+        starts: Iterable[float],
+        ends: Iterable[float],
+        profiled: Iterable[bool] | bool = True,
+    ) -> None:
+        idx = np.asarray(list(index), dtype=np.int64)
+        s = np.asarray(list(starts), dtype=np.float64)
+        e = np.asarray(list(ends), dtype=np.float64)
+        p = (
+            np.full(idx.size, bool(profiled))
+            if isinstance(profiled, bool)
+            else np.asarray(list(profiled), dtype=bool)
+        )
+        self.steps = Steps(
+            np.concatenate([self.steps.index, idx]),
+            np.concatenate([self.steps.start, s]),
+            np.concatenate([self.steps.end, e]),
+            np.concatenate([self.steps.profiled, p]),
+        )
+
+    def add_activity(
+        self, device: str, kind: Kind, starts: Iterable[float], ends: Iterable[float]
+    ) -> None:
+        key = (device, Kind(kind))
+        if key in self.activity:
+            self.activity[key].extend(starts, ends)
+        else:
+            self.activity[key] = Intervals(starts, ends)
+        if device not in self.meta.devices:
+            self.meta.devices.append(device)
+
+    def add_input_wait(
+        self, starts: Sequence[float], ends: Sequence[float], names: Sequence[str] = ()
+    ) -> None:
+        self.input_wait.extend(starts, ends)
+        for n, s, e in zip(names, starts, ends, strict=False):
+            self.input_wait_names[n] = self.input_wait_names.get(n, 0.0) + (e - s)
+
+    def add_counter(self, name: str, source: str, ts: Iterable[float], values: Iterable[float],
+                    unit: str | None = None) -> None:
+        self.counters.append(
+            Counter(
+                name,
+                source,
+                unit if unit is not None else COUNTER_NAMES.get(name, ""),
+                np.asarray(list(ts), dtype=np.float64),
+                np.asarray(list(values), dtype=np.float64),
+            )
+        )
+
+    def freeze(self) -> Timeline:
+        """Sort steps by start; drop empty and zero-length entries. Returns self."""
+        order = np.argsort(self.steps.start, kind="stable")
+        keep = (self.steps.end[order] > self.steps.start[order])
+        o = order[keep]
+        self.steps = Steps(
+            self.steps.index[o], self.steps.start[o], self.steps.end[o], self.steps.profiled[o]
+        )
+        self.activity = {k: v for k, v in self.activity.items() if len(v)}
+        for c in self.counters:
+            co = np.argsort(c.ts, kind="stable")
+            c.ts, c.values = c.ts[co], c.values[co]
+        return self
+
+    # ---- reading (analyzers) ------------------------------------------------------------
+    @property
+    def devices(self) -> list[str]:
+        """Devices that have recorded activity, in first-seen order."""
+        seen = {d for d, _ in self.activity}
+        return [d for d in self.meta.devices if d in seen]
+
+    def device_activity(self, device: str, kind: Kind) -> Intervals:
+        return self.activity.get((device, kind), Intervals())
+
+    def has_device_activity(self) -> bool:
+        return any(len(v) for v in self.activity.values())
+
+    def counter(self, name: str, source: str | None = None) -> list[Counter]:
+        return [c for c in self.counters if c.name == name and (source is None or c.source == source)]
+
+    @property
+    def label(self) -> str:
+        if self.meta.rank is not None:
+            return f"rank {self.meta.rank}"
+        return self.meta.source or self.meta.producer

@@ -1,0 +1,90 @@
+"""TensorFlow / JAX profiler ``.xplane.pb`` -> Timeline, decoded by xprof (never by hand).
+
+xprof's ``trace_viewer`` tool turns the XSpace protobuf into trace-viewer JSON, which
+``tfprof.read_tf_trace`` understands; ``overview_page`` gives xprof's own step breakdown,
+used to cross-check ours.
+
+    timelines = read_xplane("run/plugins/profile/.../host.xplane.pb")
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from typing import Any
+
+from gpudiag.trace.chrome import chrome_doc
+from gpudiag.trace.errors import TraceError
+from gpudiag.trace.quiet import quiet_stderr
+from gpudiag.trace.timeline import Timeline
+from gpudiag.trace.tfprof import read_tf_trace
+
+INSTALL_HINT = "reading .xplane.pb needs xprof: pip install 'gpudiag[tf]' (or pip install xprof)"
+
+
+def xprof_tool(path: str, tool: str) -> Any:
+    """Run one xprof tool on an xplane file; returns its decoded JSON."""
+    try:
+        with quiet_stderr():
+            from xprof.convert import raw_to_tool_data as r2t
+    except ImportError:
+        raise TraceError(path, INSTALL_HINT) from None
+    # xprof caches derived files (ALL_HOSTS.op_stats*.pb) beside its input: give it a private
+    # directory so a user's (or a read-only) profile folder is never written to.
+    try:
+        with tempfile.TemporaryDirectory(prefix="gpudiag-xprof-") as tmp, quiet_stderr() as said:
+            private = os.path.join(tmp, "profile.xplane.pb")
+            try:
+                os.symlink(os.path.abspath(path), private)
+            except OSError:
+                shutil.copyfile(path, private)
+            data, _content_type = r2t.xspace_to_tool_data([private], tool, {})
+    except Exception as e:  # xprof raises assorted errors for bad protobufs
+        raise TraceError(path, f"xprof could not decode it as an XSpace profile ({e})") from None
+    if data is None or len(data) == 0:
+        said_parse = any("parse" in ln.lower() for ln in said)
+        why = "xprof: cannot parse as binary proto" if said_parse else ""
+        raise TraceError(
+            path, "not a profiler trace: xprof could not decode it as an XSpace protobuf"
+            + (f" ({why})" if why else "")
+        )
+    try:
+        return json.loads(data)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        raise TraceError(path, f"xprof {tool} output is not JSON") from None
+
+
+def read_xplane(path: str) -> list[Timeline]:
+    doc = xprof_tool(path, "trace_viewer")
+    chrome = chrome_doc(doc, path)
+    if not any(ev.get("ph") == "X" for ev in chrome.events):
+        raise TraceError(path, "XSpace profile holds no timed events")
+    return read_tf_trace(chrome, path, producer="xplane")
+
+
+def xprof_overview(path: str) -> dict[str, float]:
+    """xprof's own per-step averages (ms): step, device compute, input, other, ..."""
+    tables = xprof_tool(path, "overview_page")
+    for table in tables if isinstance(tables, list) else []:
+        p = table.get("p", {}) if isinstance(table, dict) else {}
+        if "steptime_ms_average" in p:
+            keys = {
+                "step": "steptime_ms_average",
+                "device_compute": "device_compute_time_ms_avg",
+                "input": "infeed_time_ms_avg",
+                "other": "other_time_ms_avg",
+                "collectives": "device_collectives_time_ms_avg",
+                "kernel_launch": "kernel_launch_time_ms_avg",
+                "host_compute": "host_compute_time_ms_avg",
+                "device_to_device": "device_to_device_time_ms_avg",
+            }
+            out = {}
+            for k, src in keys.items():
+                try:
+                    out[k] = float(p.get(src, "nan"))
+                except ValueError:
+                    out[k] = float("nan")
+            return out
+    raise TraceError(path, "xprof overview_page has no step-time table")
