@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -56,17 +57,17 @@ def test_whitespace_file(tmp_path):
 
 
 def test_truncated_json(tmp_path):
-    raw = gzip.decompress(open(GOOD, "rb").read())
+    raw = gzip.decompress(Path(GOOD).read_bytes())
     assert_bad(_write(tmp_path, "cut.json", raw[: len(raw) // 2]), "truncated JSON")
 
 
 def test_truncated_gzip(tmp_path):
-    raw = open(GOOD, "rb").read()
+    raw = Path(GOOD).read_bytes()
     assert_bad(_write(tmp_path, "cut.json.gz", raw[: len(raw) // 2]), "truncated gzip")
 
 
 def test_corrupt_gzip(tmp_path):
-    raw = bytearray(open(GOOD, "rb").read())
+    raw = bytearray(Path(GOOD).read_bytes())
     raw[200:260] = b"\x00" * 60
     assert_bad(_write(tmp_path, "bad.json.gz", bytes(raw)), "gzip")
 
@@ -144,7 +145,8 @@ def test_report_renders_headline_and_fixes():
 def test_help_and_analyze_do_not_import_tensorflow():
     code = ("import sys; from gpudiag.cli import main; "
             f"main(['analyze', {GOOD!r}, '--json']); "
-            "bad = [m for m in ('tensorflow', 'keras', 'xprof', 'jax', 'torch') if m in sys.modules]; "
+            "heavy = ('tensorflow', 'keras', 'xprof', 'jax', 'torch'); "
+            "bad = [m for m in heavy if m in sys.modules]; "
             "print('IMPORTED', bad)")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert "IMPORTED []" in r.stdout

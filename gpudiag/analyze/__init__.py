@@ -11,7 +11,6 @@ stragglers.
 
 from __future__ import annotations
 
-
 import numpy as np
 
 from gpudiag.analyze.advice import Context, suggest
@@ -162,7 +161,7 @@ def _step_stats(timelines: list[Timeline], parts: list[Breakdown]) -> dict[str, 
     if not len(durations):
         return {"count": 0, "analyzed": 0}
     return {
-        "count": int(len(durations)),
+        "count": len(durations),
         "analyzed": int(analyzed),
         "median_ms": round(float(np.median(durations)) / 1000.0, 3),
         "p90_ms": round(float(np.percentile(durations, 90)) / 1000.0, 3),

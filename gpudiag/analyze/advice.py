@@ -77,28 +77,28 @@ def _for_finding(f: Finding, s: dict[str, float], ctx: Context) -> list[Suggesti
             f"DataLoader(..., num_workers={n}, pin_memory=True, persistent_workers=True): "
             "decoding and augmentation now run in the training process between steps.",
             spread(inp, n), f"DataLoader wait {_pct(inp)} spread over {n} workers", f.id)]
-    if f.id == "input-wait" and not tf:
-        return []
     if f.id == "input-wait":
+        if not tf:
+            return []
         return [Suggestion(
             "Feed the device faster",
             "Use tf.data with num_parallel_calls=tf.data.AUTOTUNE on map/interleave, "
             "ds.cache() after expensive decoding if the data fits, and ds.prefetch(AUTOTUNE).",
-            removed(inp), f"input wait is {_pct(inp)} of step time", f.id)]
+            spread(inp, n), f"input wait {_pct(inp)} spread over {n} cores", f.id)]
     if f.id == "gil-pressure":
         return [Suggestion(
             "Move Python work out of the training process",
             "Python code in the input path (generators, py_function, PyDataset without "
             "multiprocessing) competes with the training loop for the GIL: use tf.data ops or "
             f"PyDataset(workers={n}, use_multiprocessing=True).",
-            removed(inp), f"input wait is {_pct(inp)} of step time", f.id)]
+            spread(inp, n), f"input wait {_pct(inp)} spread over {n} processes", f.id)]
     if f.id == "cpu-saturated":
         return [Suggestion(
             "Do less per-sample CPU work",
-            "The host CPU is saturated: cache decoded samples (ds.cache()), pre-resize images "
-            "offline, or move augmentation onto the device (keras preprocessing layers in "
-            "the model).",
-            removed(inp), f"input wait is {_pct(inp)} of step time", f.id)]
+            "The host CPU is saturated, so more parallelism cannot help: cache decoded samples "
+            "(ds.cache()), pre-resize images offline, or move augmentation onto the device "
+            "(Keras preprocessing layers inside the model).",
+            removed(inp / 2), f"half of the input wait ({_pct(inp)}) saved", f.id)]
     if f.id == "slow-source":
         return [Suggestion(
             "Read the source in parallel",
@@ -167,11 +167,20 @@ def _compute_bound(s: dict[str, float], ctx: Context) -> list[Suggestion]:
     ]
 
 
+# a specific input cause makes the generic advice redundant
+SPECIFIC_INPUT = {"sequential-map", "python-generator", "dataloader-in-main-process",
+                  "no-prefetch", "slow-source"}
+SUPERSEDED = {"input-wait": SPECIFIC_INPUT, "gil-pressure": {"python-generator"}}
+
+
 def suggest(findings: list[Finding], shares: dict[str, float], verdict: str,
             ctx: Context) -> list[Suggestion]:
     out: list[Suggestion] = []
     seen: set[str] = set()
+    ids = {f.id for f in findings}
     for f in findings:
+        if ids & SUPERSEDED.get(f.id, set()):
+            continue
         for sug in _for_finding(f, shares, ctx):
             if sug.title not in seen:
                 seen.add(sug.title)

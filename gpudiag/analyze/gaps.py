@@ -58,7 +58,7 @@ def idle_gaps(tl: Timeline) -> list[Gaps]:
         gap_len = edges_e - edges_s
         keep = gap_len >= min_gap
         gs, ge, gl = edges_s[keep], edges_e[keep], gap_len[keep]
-        g = Gaps(device=device, min_gap_us=min_gap, bursts=int(len(b)), steps=int(idx.size))
+        g = Gaps(device=device, min_gap_us=min_gap, bursts=len(b), steps=int(idx.size))
         if gl.size:
             # a gap is at a boundary if a step start/end lies within it (+/- margin)
             pos = np.searchsorted(boundaries, gs - margin, side="left")

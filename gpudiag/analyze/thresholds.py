@@ -36,4 +36,5 @@ STRAGGLER_MIN_STEPS = 3
 # --- host signals (recorded by DiagnoseCallback) ---------------------------------------------
 GIL_P95_MS = 2.0  # probe lateness p95: idle ~0.1 ms, a Python thread holding the GIL ~5 ms
 GIL_REFERENCE_RATIO = 3.0  # in-process lateness must exceed the out-of-process reference 3x
+GIL_TYPICAL_MS = 2.0  # on a saturated CPU: median window p50 must be this late as well
 CPU_SATURATED = 90.0  # % of all cores, median over the run

@@ -24,13 +24,13 @@ def decide(s: dict[str, float]) -> tuple[str, float, str]:
     pct = {k: round(100 * v) for k, v in s.items()}
     stalls = {"input": inp, "sync": sync, "transfer": xfer}
     largest = max(stalls, key=lambda k: stalls[k])
-    if inp >= T.INPUT_HIGH or (inp >= T.INPUT_DOMINANT and largest == "input"):
-        if inp >= sync:
-            return (
-                "data-starved",
-                _ramp(inp, T.INPUT_DOMINANT, 0.40),
-                f"the device waits for input {pct['input']}% of step time",
-            )
+    starved = inp >= T.INPUT_HIGH or (inp >= T.INPUT_DOMINANT and largest == "input")
+    if starved and inp >= sync:
+        return (
+            "data-starved",
+            _ramp(inp, T.INPUT_DOMINANT, 0.40),
+            f"the device waits for input {pct['input']}% of step time",
+        )
     if sync >= T.SYNC_HIGH and sync >= inp:
         return (
             "sync-bound",

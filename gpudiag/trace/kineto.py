@@ -32,7 +32,9 @@ def looks_like_kineto(doc: ChromeDoc) -> bool:
         return True
     for ev in doc.events[:5000]:
         name = ev.get("name")
-        if ev.get("cat") in DEVICE_CATS or (isinstance(name, str) and name.startswith("ProfilerStep#")):
+        if ev.get("cat") in DEVICE_CATS:
+            return True
+        if isinstance(name, str) and name.startswith("ProfilerStep#"):
             return True
     return False
 

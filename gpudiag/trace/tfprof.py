@@ -16,9 +16,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import numpy as np
+
 from gpudiag.trace.chrome import ChromeDoc
 from gpudiag.trace.errors import TraceError
-from gpudiag.trace.timeline import Intervals, Kind, Metadata, Timeline
+from gpudiag.trace.timeline import Intervals, Kind, Metadata, Timeline, union_of
 
 DEVICE_RE = re.compile(r"^/device:(GPU|TPU|CPU):(\d+)")
 STREAM_KIND_RE = re.compile(r"\((Compute|MemcpyH2D|MemcpyD2H|MemcpyD2D|Memset|MemcpyP2P)\)")
@@ -34,6 +36,7 @@ INPUT_WAIT_NAMES = (
     "IteratorGetNextAsOptionalOp::DoCompute",
     "MultiDeviceIteratorGetNextFromShard",
 )
+REPLICA_RE = re.compile(r"(?:^|/)replica_(\d+)/")
 STEP_MARKER_RE = re.compile(r"^train (\d+)$")
 STEP_FUNCTIONS = ("multi_step_on_iterator", "one_step_on_iterator", "train_function")
 
@@ -70,7 +73,8 @@ def read_tf_trace(doc: ChromeDoc, path: str, producer: str = "tf-trace-viewer") 
     device_steps: dict[str, list[tuple[int, float, float]]] = {}
     marker_steps: list[tuple[int, float, float]] = []
     func_steps: list[tuple[float, float]] = []
-    cpu_compute: tuple[list[float], list[float]] = ([], [])
+    cpu_ops: dict[int, tuple[list[float], list[float]]] = {}  # replica -> op intervals
+    cpu_shards: tuple[list[float], list[float]] = ([], [])  # Eigen intra-op work
     cpu_coll: tuple[list[float], list[float]] = ([], [])
     in_s: list[float] = []
     in_e: list[float] = []
@@ -119,8 +123,16 @@ def read_tf_trace(doc: ChromeDoc, path: str, producer: str = "tf-trace-viewer") 
                 elif name in STEP_FUNCTIONS:
                     func_steps.append((ts, end))
             elif thread.startswith("tf_Compute"):
-                cpu_compute[0].append(ts)
-                cpu_compute[1].append(end)
+                args = ev.get("args")
+                long_name = args.get("long_name") if isinstance(args, dict) else None
+                if isinstance(long_name, str):  # an op, not the executor's wrappers
+                    m = REPLICA_RE.search(long_name)
+                    ops = cpu_ops.setdefault(int(m.group(1)) if m else 0, ([], []))
+                    ops[0].append(ts)
+                    ops[1].append(end)
+            elif "Eigen" in thread:
+                cpu_shards[0].append(ts)
+                cpu_shards[1].append(end)
             elif thread.startswith("collective_ops") and COLLECTIVE_RE.search(name):
                 cpu_coll[0].append(ts)
                 cpu_coll[1].append(end)
@@ -133,15 +145,9 @@ def read_tf_trace(doc: ChromeDoc, path: str, producer: str = "tf-trace-viewer") 
     base.pipeline.update(pipeline)
     if in_s:
         base.add_input_wait(in_s, in_e, in_n)
-    if not dev and cpu_compute[0]:
-        # CPU-only run: the compute threads are the device
+    if not dev and cpu_ops:
         meta.device_type = "CPU"
-        base.add_activity("CPU", Kind.COMPUTE, *cpu_compute)
-        if cpu_coll[0]:
-            base.add_activity("CPU", Kind.COLLECTIVE, *cpu_coll)
-        meta.limitations.append(
-            "CPU-only profile: device time is the busy time of TensorFlow's compute threads"
-        )
+        _add_cpu_replicas(base, cpu_ops, cpu_shards, cpu_coll)
     else:
         meta.device_type = "GPU" if dev else ""
         for (device, kind), (s, e) in sorted(dev.items(), key=lambda kv: _order(kv[0][0])):
@@ -159,6 +165,57 @@ def read_tf_trace(doc: ChromeDoc, path: str, producer: str = "tf-trace-viewer") 
             )
         return [base.freeze()]
     return _split_by_device(base, device_steps)
+
+
+def _add_cpu_replicas(
+    tl: Timeline,
+    ops: dict[int, tuple[list[float], list[float]]],
+    shards: tuple[list[float], list[float]],
+    coll: tuple[list[float], list[float]],
+) -> None:
+    """CPU-only profile: each replica's own op stream is its device.
+
+    Replicas share the same cores, so the union of all compute threads would hide one
+    replica's wait in the all-reduce behind another's work. Ops carry their replica in
+    ``long_name`` (``replica_N/…``; replica 0 unprefixed). Each all-reduce participant
+    (one CollectiveReduceV2 event) is given to the free replica whose own work ended last
+    before it: the one whose gradients just became ready.
+    """
+    replicas = max(ops) + 1
+    tl.meta.replicas = tl.meta.replicas or (replicas if replicas > 1 else None)
+    if replicas == 1:
+        tl.add_activity("CPU", Kind.COMPUTE, ops[0][0] + shards[0], ops[0][1] + shards[1])
+        if coll[0]:
+            tl.add_activity("CPU", Kind.COLLECTIVE, *coll)
+        tl.meta.limitations.append(
+            "CPU-only profile: device time is the busy time of TensorFlow's op threads")
+        return
+    names = [f"CPU replica {r}" for r in range(replicas)]
+    merged = {r: union_of(np.asarray(ops.get(r, ([], []))[0], dtype=float),
+                          np.asarray(ops.get(r, ([], []))[1], dtype=float))
+              for r in range(replicas)}
+    busy_until = [-np.inf] * replicas
+    assigned: list[tuple[list[float], list[float]]] = [([], []) for _ in range(replicas)]
+    for s, e in sorted(zip(*coll, strict=True)):
+        free = [r for r in range(replicas) if busy_until[r] <= s] or list(range(replicas))
+
+        def last_work_end(r: int, s: float = s) -> float:
+            m = merged[r]
+            i = int(np.searchsorted(m.ends, s, side="right"))
+            return float(m.ends[i - 1]) if i else -np.inf
+
+        r = max(free, key=last_work_end)
+        assigned[r][0].append(s)
+        assigned[r][1].append(e)
+        busy_until[r] = e
+    for r, name in enumerate(names):
+        m = merged[r]
+        tl.add_activity(name, Kind.COMPUTE, m.starts, m.ends)
+        if assigned[r][0]:
+            tl.add_activity(name, Kind.COLLECTIVE, *assigned[r])
+    tl.meta.limitations.append(
+        f"CPU-only profile with {replicas} replicas on shared cores: each replica's device "
+        "time is the busy time of its own ops")
 
 
 def _split_by_device(base: Timeline, device_steps: dict[str, list[tuple[int, float, float]]]

@@ -44,7 +44,7 @@ class Intervals:
     two overlapping kernels on two streams keep a device busy once, not twice.
     """
 
-    __slots__ = ("starts", "ends", "_merged")
+    __slots__ = ("_merged", "ends", "starts")
 
     def __init__(self, starts: Iterable[float] = (), ends: Iterable[float] = ()) -> None:
         self.starts = np.asarray(starts, dtype=np.float64).ravel()
@@ -202,6 +202,7 @@ COUNTER_NAMES = {
     "host_mem_used": "%",
     "gil_lateness": "ms",
     "gil_reference_lateness": "ms",
+    "gil_lateness_p50": "ms",
 }
 
 
@@ -335,7 +336,8 @@ class Timeline:
         return any(len(v) for v in self.activity.values())
 
     def counter(self, name: str, source: str | None = None) -> list[Counter]:
-        return [c for c in self.counters if c.name == name and (source is None or c.source == source)]
+        return [c for c in self.counters
+                if c.name == name and (source is None or c.source == source)]
 
     @property
     def label(self) -> str:

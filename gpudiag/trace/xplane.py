@@ -18,8 +18,8 @@ from typing import Any
 from gpudiag.trace.chrome import chrome_doc
 from gpudiag.trace.errors import TraceError
 from gpudiag.trace.quiet import quiet_stderr
-from gpudiag.trace.timeline import Timeline
 from gpudiag.trace.tfprof import read_tf_trace
+from gpudiag.trace.timeline import Timeline
 
 INSTALL_HINT = "reading .xplane.pb needs xprof: pip install 'gpudiag[tf]' (or pip install xprof)"
 

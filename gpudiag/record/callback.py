@@ -1,0 +1,395 @@
+"""DiagnoseCallback: add one line to ``model.fit`` and learn why training is slow.
+
+    from gpudiag import DiagnoseCallback
+    cb = DiagnoseCallback(dataset=train_ds)      # dataset= enables the pipeline lints
+    model.fit(train_ds, epochs=3, callbacks=[cb])
+    cb.diagnosis.verdict, cb.trace_path
+
+The callback only orchestrates: ``lint`` checks the pipeline when training begins, the
+samplers (NVML, psutil, GIL probe) stream counters, ``ProfilerWindow`` records a few steps
+exactly, ``TraceWriter`` streams everything to disk, and at the end the trace is read back
+and diagnosed by the same code as ``gpudiag analyze`` — so both always agree.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import sys
+import threading
+import time
+import weakref
+from typing import Any
+
+import keras
+
+from gpudiag.record.lint import InputFacts, describe_input, lint
+from gpudiag.record.profiler import ProfilerWindow
+from gpudiag.record.samplers import SamplerSet
+from gpudiag.record.writer import TraceWriter
+from gpudiag.trace.timeline import Metadata, RecordedFinding
+
+DEFAULT_WARMUP_STEPS = 5
+DEFAULT_PROFILE_STEPS = 5
+
+
+def _now_us() -> float:
+    return time.time() * 1e6
+
+
+def default_trace_path() -> str:
+    return os.path.abspath(time.strftime("gpudiag-trace-%Y%m%d-%H%M%S.json"))
+
+
+class DiagnoseCallback(keras.callbacks.Callback):
+    """Record a Keras run and print a diagnosis when it ends.
+
+    Args:
+        trace_path: where the streamed trace goes (default ``./gpudiag-trace-<time>.json``).
+        dataset: the input you pass to ``fit`` (tf.data.Dataset, PyDataset, generator);
+            enables static pipeline lints before the first step.
+        profile: record a short profiler window (exact input/compute/sync split).
+        profile_start: first step of the window (default: after 5 warm-up steps, or a third
+            of a short epoch).
+        profile_steps: how many steps the window covers.
+        sample_interval: seconds between host/GPU samples.
+        quiet: do not print lints and the report (``cb.diagnosis`` is still set).
+        gpu: sample GPUs through NVML (when a driver is present).
+        profile_dir: keep the raw profiler output there (open it in TensorBoard / xprof).
+        model: the model, if you want the lints to know its replicas and layers even when
+            TensorFlow fails before training begins (see docs/callback.md).
+    """
+
+    def __init__(
+        self,
+        trace_path: str | None = None,
+        dataset: Any = None,
+        profile: bool = True,
+        profile_start: int | None = None,
+        profile_steps: int = DEFAULT_PROFILE_STEPS,
+        sample_interval: float = 0.5,
+        quiet: bool = False,
+        gpu: bool = True,
+        nvml_lib: Any = None,
+        profile_dir: str | None = None,
+        model: Any = None,
+    ) -> None:
+        super().__init__()
+        self.trace_path = trace_path
+        self.dataset = dataset
+        self.profile = profile
+        self.profile_start = profile_start
+        self.profile_steps = profile_steps
+        self.sample_interval = sample_interval
+        self.quiet = quiet
+        self.gpu = gpu
+        self.nvml_lib = nvml_lib
+        self.profile_dir = profile_dir
+        self.user_model = model
+        self.diagnosis: Any = None
+        self.lint_findings: list[RecordedFinding] = []
+        self.overhead: dict[str, float] = {}
+        self._lock = threading.RLock()
+        self._printed_lints: set[str] = set()
+        self._reset()
+        if dataset is not None:
+            # TensorFlow can fail before fit calls any callback (an uneven global batch
+            # fails while Keras builds the model): check what can be checked now.
+            with contextlib.suppress(Exception):
+                self._run_lints(model, *self._replicas(model))
+
+    def _reset(self) -> None:
+        self._writer: TraceWriter | None = None
+        self._samplers: SamplerSet | None = None
+        self._window: ProfilerWindow | None = None
+        self._collector: threading.Thread | None = None
+        self._watchdog: threading.Thread | None = None
+        self._running = False
+        self._step = 0
+        self._begin_us = 0.0
+        self._fit_frame: Any = None
+        self._train_thread = 0
+
+    # ---- keras hooks ---------------------------------------------------------------------
+    def on_train_begin(self, logs: dict[str, Any] | None = None) -> None:
+        t0 = time.perf_counter()
+        with self._lock:
+            if self._running:  # fit called again without the previous one ending
+                self._finish(abnormal=True)
+            self._reset()
+            self._running = True
+        try:
+            self._begin()
+        except Exception as e:  # gpudiag must never break training
+            self._say(f"gpudiag: recording disabled ({type(e).__name__}: {e})")
+            self._teardown()
+            self._running = False
+        self.overhead["begin_s"] = time.perf_counter() - t0
+
+    def on_train_batch_begin(self, batch: int, logs: dict[str, Any] | None = None) -> None:
+        if not self._running:
+            return
+        self._begin_us = _now_us()
+        if self._window is not None:
+            self._window.on_step_begin(self._step)
+
+    def on_train_batch_end(self, batch: int, logs: dict[str, Any] | None = None) -> None:
+        if not self._running or self._writer is None:
+            return
+        end = _now_us()
+        step = self._step
+        self._step += 1
+        w = self._window
+        in_window = w is not None and (w.active or step in w.step_times) and (
+            w.first_step <= step <= w.last_step)
+        self._writer.step(step, self._begin_us, end, profiled=in_window)
+        if w is not None and w.active:
+            w.on_step_end(step, self._begin_us, end)
+            if w.done:
+                self._collect_in_background()
+
+    def on_train_end(self, logs: dict[str, Any] | None = None) -> None:
+        with self._lock:
+            if self._running:
+                self._finish(abnormal=False)
+
+    # ---- begin ---------------------------------------------------------------------------
+    def _begin(self) -> None:
+        backend = keras.backend.backend()
+        replicas, devices = self._replicas(self.model)
+        facts = self._run_lints(self.model, replicas, devices)
+        self.trace_path = self.trace_path or default_trace_path()
+        meta = Metadata(
+            producer="gpudiag", framework=backend, replicas=replicas, devices=list(devices),
+            batch_size=facts.batch_size, device_type="", hostname=os.uname().nodename,
+            extra={"cpu_count": os.cpu_count() or 1, "params": self._model_facts(self.model)[0],
+                   "keras": keras.__version__, "input": facts.kind},
+        )
+        self._writer = TraceWriter(self.trace_path, meta)
+        for f in self.lint_findings:
+            self._writer.finding(f)
+        if facts.kind != "unknown":
+            self._writer.pipeline({"input": facts.to_dict()})
+        self._samplers = SamplerSet.default(
+            self._writer.counter, gpu=self.gpu, gpu_interval=self.sample_interval,
+            host_interval=max(self.sample_interval, 0.5), gil_interval=1.0,
+            nvml_lib=self.nvml_lib,
+        )
+        if self._samplers.gpu is not None and self._samplers.gpu.available:
+            self._writer.update_meta(device_type="GPU", devices=self._samplers.gpu.sources)
+        self._samplers.start_all()
+        limitations = self._samplers.limitations()
+        if self.profile:
+            start = self.profile_start if self.profile_start is not None else self._auto_start()
+            self._window = ProfilerWindow(backend, first_step=start, steps=self.profile_steps,
+                                          keep_dir=self.profile_dir)
+        else:
+            limitations.append("profiler window off (profile=False): no per-step input/"
+                               "compute/sync split, host signals only")
+        if limitations:
+            self._writer.update_meta(limitations=limitations)
+        self._writer.flush()
+        self._start_watchdog()
+
+    def _auto_start(self) -> int:
+        steps = (self.params or {}).get("steps")
+        if isinstance(steps, int) and steps > 0 and steps < 3 * DEFAULT_WARMUP_STEPS:
+            return max(1, steps // 3)
+        return DEFAULT_WARMUP_STEPS
+
+    def _run_lints(self, model: Any, replicas: int, devices: list[str]) -> InputFacts:
+        """Lint the input and replicas; print findings not printed before."""
+        facts = describe_input(self.dataset) if self.dataset is not None else InputFacts()
+        params, has_bn = self._model_facts(model)
+        self.lint_findings = lint(facts, replicas=replicas, params=params, has_batchnorm=has_bn)
+        new = [f for f in self.lint_findings
+               if f.severity != "info" and f.id not in self._printed_lints]
+        self._printed_lints.update(f.id for f in new)
+        if new and not self.quiet:
+            lines = ["gpudiag: input/replica checks before the first step:"]
+            lines += [f"  [{f.severity}] {f.id}: {f.title} — fix: {f.fix}" for f in new]
+            self._say("\n".join(lines))
+        return facts
+
+    def _replicas(self, model: Any) -> tuple[int, list[str]]:
+        """Replica count and devices: the model's strategy, the strategy in scope, or Keras's
+        distribution; before training, logical devices as a fallback guess."""
+        candidates = []
+        if model is not None:
+            candidates.append(lambda: getattr(model, "distribute_strategy", None))
+        if "tensorflow" in sys.modules:
+            tf = sys.modules["tensorflow"]
+            candidates.append(lambda: tf.distribute.get_strategy()
+                              if tf.distribute.has_strategy() else None)
+        for get in candidates:
+            try:
+                strategy = get()
+                if strategy is not None and strategy.num_replicas_in_sync >= 1:
+                    return (int(strategy.num_replicas_in_sync),
+                            [str(d) for d in strategy.extended.worker_devices])
+            except Exception:
+                continue
+        if model is None and "tensorflow" in sys.modules:
+            with contextlib.suppress(Exception):
+                tf = sys.modules["tensorflow"]
+                gpus = tf.config.list_logical_devices("GPU")
+                cpus = tf.config.list_logical_devices("CPU")
+                logical = gpus if len(gpus) > 1 else cpus if len(cpus) > 1 else []
+                if logical:  # MirroredStrategy() uses them all by default
+                    return len(logical), [d.name for d in logical]
+        try:
+            dist = keras.distribution.distribution()
+            if dist is not None:
+                devices = list(dist.device_mesh.devices.flatten())
+                return len(devices), [str(d) for d in devices]
+        except Exception:
+            pass
+        return 1, []
+
+    @staticmethod
+    def _model_facts(model: Any) -> tuple[int | None, bool]:
+        if model is None:
+            return None, False
+        params: int | None = None
+        has_bn = False
+        with contextlib.suppress(Exception):
+            params = int(model.count_params())
+        with contextlib.suppress(Exception):
+            has_bn = any("BatchNormalization" in type(layer).__name__
+                         for layer in model._flatten_layers(include_self=False))
+        return params, has_bn
+
+    def _say(self, text: str) -> None:
+        if not self.quiet:
+            print(text, file=sys.stderr, flush=True)
+
+    # ---- profiler collection -------------------------------------------------------------
+    def _collect_in_background(self) -> None:
+        window, writer = self._window, self._writer
+        if window is None or writer is None or self._collector is not None:
+            return
+
+        def collect() -> None:
+            tl = window.collect()
+            if tl is not None:
+                writer.timeline(tl)
+                writer.window(float(tl.steps.start.min()), float(tl.steps.end.max()),
+                              "profiler window")
+            elif window.problem:
+                writer.update_meta(limitations=[window.problem])
+            writer.flush()
+
+        self._collector = threading.Thread(target=collect, name="gpudiag-profile-decode",
+                                           daemon=True)
+        self._collector.start()
+
+    # ---- exit paths ----------------------------------------------------------------------
+    def _start_watchdog(self) -> None:
+        """Notices when ``fit`` is left by an exception or Ctrl-C (Keras then skips
+        on_train_end) and stops everything, so no thread outlives the run."""
+        frame = sys._getframe()
+        while frame is not None and frame.f_code.co_name != "fit":
+            frame = frame.f_back
+        self._fit_frame = frame
+        self._train_thread = threading.get_ident()
+        ref = weakref.ref(self)
+        atexit.register(_atexit_finish, ref)
+        if frame is None:
+            return
+
+        def watch() -> None:
+            while True:
+                time.sleep(0.25)
+                me = ref()
+                if me is None or not me._running:
+                    return
+                if not me._fit_alive():
+                    with me._lock:
+                        if me._running:
+                            me._finish(abnormal=True)
+                    return
+                del me
+
+        self._watchdog = threading.Thread(target=watch, name="gpudiag-watchdog", daemon=True)
+        self._watchdog.start()
+
+    def _fit_alive(self) -> bool:
+        frame = sys._current_frames().get(self._train_thread)
+        while frame is not None:
+            if frame is self._fit_frame:
+                return True
+            frame = frame.f_back
+        return False
+
+    def _teardown(self) -> None:
+        if self._window is not None:
+            self._window.stop()
+        if self._samplers is not None:
+            self._samplers.stop_all()
+
+    def _finish(self, abnormal: bool) -> None:
+        """Stop threads, close the trace, diagnose it. Called once, on whichever path."""
+        self._running = False
+        t0 = time.perf_counter()
+        try:
+            window = self._window
+            if window is not None and window.active:
+                window.stop()
+                if not abnormal:
+                    self._collect_in_background()
+            if self._collector is not None:
+                self._collector.join(timeout=60)
+            if window is not None and not window.done and not window.problem:
+                window.problem = (f"the run had {self._step} steps, fewer than the profiler "
+                                  f"window start ({window.first_step})")
+                if self._writer is not None:
+                    self._writer.update_meta(limitations=[window.problem])
+            if self._samplers is not None:
+                self._samplers.stop_all()
+                errs = self._samplers.errors
+                if errs and self._writer is not None:
+                    self._writer.update_meta(limitations=[
+                        f"{self._samplers.error_count} sampler errors (first: {errs[0]}): "
+                        "those signals have gaps"])
+            if self._writer is not None:
+                if abnormal:
+                    self._writer.update_meta(limitations=[
+                        "training stopped early (exception or interrupt): partial run"])
+                self._writer.close()
+                self.diagnosis = self._diagnose()
+                self.overhead["end_s"] = time.perf_counter() - t0
+                if abnormal:
+                    self._say(f"gpudiag: training stopped early; partial trace at "
+                              f"{self.trace_path} (gpudiag analyze {self.trace_path})")
+                else:
+                    self._report()
+        except Exception as e:
+            self._say(f"gpudiag: could not finish the diagnosis ({type(e).__name__}: {e})")
+        finally:
+            self._teardown()
+
+    def _diagnose(self) -> Any:
+        from gpudiag.analyze import diagnose
+        from gpudiag.trace.load import load_file
+
+        return diagnose(load_file(str(self.trace_path)))
+
+    def _report(self) -> None:
+        if self.quiet or self.diagnosis is None:
+            return
+        from rich.console import Console
+
+        from gpudiag.show.report import render_report
+
+        console = Console()
+        console.print(render_report(self.diagnosis, width=console.width))
+        console.print(f"trace: {self.trace_path}  (gpudiag analyze {self.trace_path})",
+                      style="bright_black", highlight=False)
+
+
+def _atexit_finish(ref: weakref.ReferenceType[DiagnoseCallback]) -> None:
+    cb = ref()
+    if cb is not None and cb._running:
+        with contextlib.suppress(Exception):
+            cb._finish(abnormal=True)

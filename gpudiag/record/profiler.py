@@ -1,0 +1,232 @@
+"""A short profiler window over a few training steps, with explicit step markers.
+
+TensorFlow: ``tf.profiler.experimental`` plus a ``Trace("train", step_num=n, _r=1)`` around each
+step (Keras 3 emits no step markers; without them xprof cannot attribute time to steps).
+JAX: ``jax.profiler`` with ``StepTraceAnnotation`` (same XSpace format). Both are decoded by
+xprof into a Timeline, then moved onto the callback's wall clock using the step markers.
+Torch: ``torch.profiler`` writes Kineto JSON, read by the Kineto reader.
+
+    win = ProfilerWindow(backend="tensorflow", first_step=5, steps=5)
+    win.on_step_begin(n); ...; win.on_step_end(n, begin_us, end_us)
+    timeline = win.collect()   # None (with win.problem set) when nothing could be recorded
+"""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import os
+import shutil
+import tempfile
+import time
+from typing import Any
+
+import numpy as np
+
+from gpudiag.trace.errors import TraceError
+from gpudiag.trace.quiet import quiet_stderr
+from gpudiag.trace.timeline import Intervals, Timeline
+
+STEP_MARKER = "train"
+
+
+class ProfilerWindow:
+    """Profiles steps ``[first_step, first_step + steps)`` of the first epoch it sees."""
+
+    def __init__(self, backend: str, first_step: int = 5, steps: int = 5,
+                 keep_dir: str | None = None) -> None:
+        self.backend = backend
+        self.keep_dir = keep_dir  # copy the raw profile here (for TensorBoard / xprof)
+        self.first_step = max(0, first_step)
+        self.last_step = self.first_step + max(1, steps) - 1
+        self.logdir = tempfile.mkdtemp(prefix="gpudiag-profile-")
+        self.active = False
+        self.done = False
+        self.problem: str | None = None
+        self.start_cost_s = 0.0
+        self.stop_cost_s = 0.0
+        self._marker: Any = None
+        self._torch_prof: Any = None
+        # our wall-clock begin/end of each profiled step, to align the profiler's clock
+        self.step_times: dict[int, tuple[float, float]] = {}
+
+    # ---- hooks ---------------------------------------------------------------------------
+    def on_step_begin(self, step: int) -> None:
+        if self.done or self.problem:
+            return
+        if step == self.first_step and not self.active:
+            self._start()
+        if self.active:
+            self._enter_marker(step)
+
+    def on_step_end(self, step: int, begin_us: float, end_us: float) -> None:
+        if not self.active:
+            return
+        self._exit_marker()
+        self.step_times[step] = (begin_us, end_us)
+        if step >= self.last_step:
+            self.stop()
+
+    # ---- backend plumbing ----------------------------------------------------------------
+    def _start(self) -> None:
+        t0 = time.perf_counter()
+        try:
+            with quiet_stderr():
+                if self.backend == "tensorflow":
+                    import tensorflow as tf
+
+                    tf.profiler.experimental.start(self.logdir)
+                elif self.backend == "jax":
+                    import jax
+
+                    jax.profiler.start_trace(self.logdir)
+                elif self.backend == "torch":
+                    import torch.profiler as tp
+
+                    acts = [tp.ProfilerActivity.CPU]
+                    import torch
+
+                    if torch.cuda.is_available():
+                        acts.append(tp.ProfilerActivity.CUDA)
+                    self._torch_prof = tp.profile(activities=acts)
+                    self._torch_prof.__enter__()
+                else:
+                    self.problem = f"no profiler for the {self.backend!r} backend"
+                    return
+            self.active = True
+        except Exception as e:  # another profiler running, missing module, ...
+            self.problem = f"profiler window could not start ({type(e).__name__}: {e})"
+        finally:
+            self.start_cost_s = time.perf_counter() - t0
+
+    def _enter_marker(self, step: int) -> None:
+        try:
+            if self.backend == "tensorflow":
+                import tensorflow as tf
+
+                self._marker = tf.profiler.experimental.Trace(STEP_MARKER, step_num=step, _r=1)
+            elif self.backend == "jax":
+                import jax
+
+                self._marker = jax.profiler.StepTraceAnnotation(STEP_MARKER, step_num=step)
+            else:
+                return
+            self._marker.__enter__()
+        except Exception:
+            self._marker = None
+
+    def _exit_marker(self) -> None:
+        if self._marker is not None:
+            with contextlib.suppress(Exception):
+                self._marker.__exit__(None, None, None)
+            self._marker = None
+        if self._torch_prof is not None:
+            with contextlib.suppress(Exception):
+                self._torch_prof.step()
+
+    def stop(self) -> None:
+        """Stop the profiler (idempotent; safe from any exit path)."""
+        if not self.active:
+            return
+        self._exit_marker()
+        self.active = False
+        self.done = True
+        t0 = time.perf_counter()
+        try:
+            with quiet_stderr():
+                if self.backend == "tensorflow":
+                    import tensorflow as tf
+
+                    tf.profiler.experimental.stop()
+                elif self.backend == "jax":
+                    import jax
+
+                    jax.profiler.stop_trace()
+                elif self._torch_prof is not None:
+                    self._torch_prof.__exit__(None, None, None)
+                    self._torch_prof.export_chrome_trace(
+                        os.path.join(self.logdir, "torch.pt.trace.json"))
+        except Exception as e:
+            self.problem = f"profiler window could not stop ({type(e).__name__}: {e})"
+        finally:
+            self.stop_cost_s = time.perf_counter() - t0
+
+    # ---- decode --------------------------------------------------------------------------
+    def collect(self) -> Timeline | None:
+        """Decode what was recorded into a Timeline on the wall clock, then delete the files."""
+        try:
+            if self.problem or not self.done:
+                if not self.problem:
+                    self.problem = "the run ended before the profiler window"
+                return None
+            tl = self._decode()
+            if tl is None:
+                return None
+            shift = self._clock_shift(tl)
+            if shift is None:
+                self.problem = "profiler steps could not be matched to training steps"
+                return None
+            return shifted(tl, shift)
+        except TraceError as e:
+            self.problem = f"profile could not be decoded: {e.problem}"
+            return None
+        finally:
+            if self.keep_dir:
+                with contextlib.suppress(OSError):
+                    shutil.copytree(self.logdir, self.keep_dir, dirs_exist_ok=True)
+            shutil.rmtree(self.logdir, ignore_errors=True)
+
+    def _decode(self) -> Timeline | None:
+        if self.backend == "torch":
+            files = glob.glob(os.path.join(self.logdir, "*.json"))
+            if not files:
+                self.problem = "torch profiler wrote no trace"
+                return None
+            from gpudiag.trace.load import load_file
+
+            return load_file(files[0])[0]
+        files = sorted(glob.glob(os.path.join(self.logdir, "**", "*.xplane.pb"), recursive=True))
+        if not files:
+            self.problem = "profiler wrote no .xplane.pb"
+            return None
+        from gpudiag.trace.xplane import read_xplane
+
+        timelines = read_xplane(files[-1])
+        return timelines[0] if len(timelines) == 1 else _combine(timelines)
+
+    def _clock_shift(self, tl: Timeline) -> float | None:
+        """Offset (µs) from the profiler's clock to ours, from matching step markers."""
+        if self.backend == "torch":
+            # Kineto timestamps are already wall-clock microseconds
+            return 0.0
+        diffs = [
+            self.step_times[int(i)][0] - float(s)
+            for i, s in zip(tl.steps.index, tl.steps.start, strict=True)
+            if int(i) in self.step_times
+        ]
+        return float(np.median(diffs)) if diffs else None
+
+
+def shifted(tl: Timeline, shift_us: float) -> Timeline:
+    """The same timeline with every timestamp moved by ``shift_us``."""
+    tl.steps.start = tl.steps.start + shift_us
+    tl.steps.end = tl.steps.end + shift_us
+    for key, iv in list(tl.activity.items()):
+        tl.activity[key] = Intervals(iv.starts + shift_us, iv.ends + shift_us)
+    tl.input_wait = Intervals(tl.input_wait.starts + shift_us, tl.input_wait.ends + shift_us)
+    return tl
+
+
+def _combine(timelines: list[Timeline]) -> Timeline:
+    """A single process profile split per device by the reader: one timeline again."""
+    out = Timeline(meta=timelines[0].meta)
+    for tl in timelines:
+        for (device, kind), iv in tl.activity.items():
+            out.add_activity(device, kind, iv.starts, iv.ends)
+        out.add_steps(tl.steps.index, tl.steps.start, tl.steps.end)
+        out.kernel_counts.update(tl.kernel_counts)
+        out.pipeline.update(tl.pipeline)
+    first = timelines[0]
+    out.input_wait = first.input_wait
+    out.input_wait_names = dict(first.input_wait_names)
+    return out.freeze()

@@ -1,0 +1,270 @@
+"""Real Keras training runs with injected bottlenecks, one per process.
+
+    python -m tests.scenarios NAME TRACE_PATH   -> prints one JSON line (diagnosis + facts)
+
+Each runs in its own process because logical CPU devices must be configured before
+TensorFlow initialises, and TF processes sometimes hang at exit (hence ``os._exit``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+import time
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
+
+
+def _setup_replicas(n: int):
+    import tensorflow as tf
+
+    cpu = tf.config.list_physical_devices("CPU")[0]
+    if n > 1:
+        tf.config.set_logical_device_configuration(
+            cpu, [tf.config.LogicalDeviceConfiguration()] * n)
+        return tf.distribute.MirroredStrategy([f"/cpu:{i}" for i in range(n)])
+    return tf.distribute.get_strategy()
+
+
+def _dense(inp: int, width: int = 64):
+    import keras
+
+    m = keras.Sequential([keras.Input((inp,)), keras.layers.Dense(width, activation="relu"),
+                          keras.layers.Dense(1)])
+    m.compile("adam", "mse")
+    return m
+
+
+def gil_generator(trace: str) -> dict:
+    """A pure-Python generator (holds the GIL) feeding a small model."""
+    import numpy as np
+
+    from gpudiag import DiagnoseCallback
+
+    rng = np.random.default_rng(0)
+    x = rng.random((64, 32), dtype=np.float32)
+    y = rng.random((64, 1), dtype=np.float32)
+
+    def gen():
+        while True:
+            acc = 0
+            for i in range(60_000):  # pure Python: the GIL is held all along
+                acc += i * i
+            yield x, y
+
+    m = _dense(32)
+    g = gen()
+    cb = DiagnoseCallback(trace_path=trace, dataset=g, quiet=True)
+    m.fit(g, steps_per_epoch=30, epochs=1, verbose=0, callbacks=[cb])
+    return _result(cb)
+
+
+def sequential_map(trace: str) -> dict:
+    """A slow per-element map with no num_parallel_calls."""
+    import numpy as np
+    import tensorflow as tf
+
+    from gpudiag import DiagnoseCallback
+
+    def slow(a):
+        time.sleep(0.0015)
+        return a
+
+    def fn(x, y):
+        x = tf.numpy_function(slow, [x], tf.float32)
+        x.set_shape([32])
+        return x, y
+
+    rng = np.random.default_rng(0)
+    ds = (tf.data.Dataset.from_tensor_slices(
+        (rng.random((960, 32), dtype=np.float32), rng.random((960, 1), dtype=np.float32)))
+        .map(fn).batch(32))
+    m = _dense(32)
+    cb = DiagnoseCallback(trace_path=trace, dataset=ds, quiet=True)
+    m.fit(ds, epochs=1, verbose=0, callbacks=[cb])
+    return _result(cb)
+
+
+def cached_conv(trace: str) -> dict:
+    """Cached, prefetched in-memory data and a convolutional model: compute-bound."""
+    import keras
+    import numpy as np
+    import tensorflow as tf
+
+    from gpudiag import DiagnoseCallback
+
+    rng = np.random.default_rng(0)
+    x = rng.random((640, 32, 32, 3), dtype=np.float32)
+    y = rng.integers(0, 10, 640)
+    ds = tf.data.Dataset.from_tensor_slices((x, y)).batch(32).cache().prefetch(tf.data.AUTOTUNE)
+    m = keras.Sequential([
+        keras.Input((32, 32, 3)),
+        keras.layers.Conv2D(64, 3, padding="same", activation="relu"),
+        keras.layers.Conv2D(64, 3, padding="same", activation="relu"),
+        keras.layers.MaxPooling2D(),
+        keras.layers.Conv2D(64, 3, padding="same", activation="relu"),
+        keras.layers.GlobalAveragePooling2D(),
+        keras.layers.Dense(10),
+    ])
+    m.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    cb = DiagnoseCallback(trace_path=trace, dataset=ds, quiet=True)
+    m.fit(ds, epochs=1, verbose=0, callbacks=[cb])
+    return _result(cb)
+
+
+def _mirrored(trace: str, replicas: int) -> dict:
+    """A parameter-heavy MLP with a tiny per-replica batch under MirroredStrategy."""
+    import keras
+    import numpy as np
+    import tensorflow as tf
+
+    from gpudiag import DiagnoseCallback
+
+    strategy = _setup_replicas(replicas)
+    per_replica = 2
+    batch = per_replica * replicas
+    rng = np.random.default_rng(0)
+    n = batch * 40
+    ds = (tf.data.Dataset.from_tensor_slices(
+        (rng.random((n, 256), dtype=np.float32), rng.random((n, 1), dtype=np.float32)))
+        .batch(batch, drop_remainder=True).cache().prefetch(tf.data.AUTOTUNE))
+    with strategy.scope():
+        m = keras.Sequential([keras.Input((256,)), keras.layers.Dense(1024, activation="relu"),
+                              keras.layers.Dense(1024, activation="relu"),
+                              keras.layers.Dense(1)])
+        m.compile(keras.optimizers.SGD(0.01), "mse")
+    cb = DiagnoseCallback(trace_path=trace, dataset=ds, quiet=True,
+                          profile_dir=os.environ.get("KEEP_PROFILE"))
+    m.fit(ds, epochs=1, verbose=0, callbacks=[cb])
+    out = _result(cb)
+    out["samples_per_step"] = batch
+    return out
+
+
+def mirrored4(trace: str) -> dict:
+    return _mirrored(trace, 4)
+
+
+def mirrored1(trace: str) -> dict:
+    return _mirrored(trace, 1)
+
+
+def ragged_bn(trace: str) -> dict:
+    """Global batch 33 on 2 replicas, 100 samples, BatchNormalization, no drop_remainder."""
+    import keras
+    import numpy as np
+    import tensorflow as tf
+
+    from gpudiag import DiagnoseCallback
+
+    strategy = _setup_replicas(2)
+    rng = np.random.default_rng(0)
+    ds = tf.data.Dataset.from_tensor_slices(
+        (rng.random((100, 16), dtype=np.float32), rng.random((100, 1), dtype=np.float32))
+    ).batch(33)
+    with strategy.scope():
+        m = keras.Sequential([keras.Input((16,)), keras.layers.Dense(32),
+                              keras.layers.BatchNormalization(), keras.layers.Dense(1)])
+        m.compile("adam", "mse")
+    cb = DiagnoseCallback(trace_path=trace, dataset=ds, model=m)
+    error = None
+    try:
+        m.fit(ds, epochs=2, verbose=0, callbacks=[cb])
+    except Exception as e:  # TF may reject the uneven split; the lints came first
+        error = f"{type(e).__name__}"
+    time.sleep(1.0)  # let the watchdog finish an interrupted run
+    out = _result(cb)
+    out["fit_error"] = error
+    out["lint_ids"] = [f.id for f in cb.lint_findings]
+    return out
+
+
+def crash(trace: str) -> dict:
+    """An exception inside fit: every gpudiag thread and process must stop."""
+    import keras
+
+    from gpudiag import DiagnoseCallback
+
+    class Boom(keras.callbacks.Callback):
+        def on_train_batch_end(self, batch, logs=None):
+            if batch == 8:
+                raise RuntimeError("boom")
+
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    m = _dense(8)
+    cb = DiagnoseCallback(trace_path=trace, quiet=True)
+    raised = False
+    try:
+        m.fit(rng.random((640, 8)), rng.random((640, 1)), batch_size=16, epochs=1, verbose=0,
+              callbacks=[cb, Boom()])
+    except RuntimeError:
+        raised = True
+    deadline = time.time() + 5
+    while time.time() < deadline and _gpudiag_threads():
+        time.sleep(0.1)
+    out = _result(cb)
+    out["raised"] = raised
+    out["threads_left"] = _gpudiag_threads()
+    gil = cb._samplers.gil if cb._samplers is not None else None
+    pid = gil.reference_pid if gil is not None else None
+    out["reference_alive"] = bool(pid) and _alive(pid)
+    return out
+
+
+def long_run(trace: str) -> dict:
+    """Trains for a long time; the test kills it with SIGKILL part-way."""
+    import numpy as np
+
+    from gpudiag import DiagnoseCallback
+
+    rng = np.random.default_rng(0)
+    m = _dense(8)
+    cb = DiagnoseCallback(trace_path=trace, quiet=True, profile_start=3, profile_steps=3)
+    print("started", flush=True)
+    m.fit(rng.random((64_000, 8)), rng.random((64_000, 1)), batch_size=8, epochs=50,
+          verbose=0, callbacks=[cb])
+    return _result(cb)
+
+
+def _gpudiag_threads() -> list[str]:
+    return [t.name for t in threading.enumerate()
+            if t.is_alive() and ("gpudiag" in t.name.lower() or "sampler" in t.name.lower()
+                                 or "gil" in t.name.lower())]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except OSError:
+        return False
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split()[2] != "Z"
+    except OSError:
+        return True
+
+
+def _result(cb) -> dict:
+    d = cb.diagnosis
+    return {
+        "diagnosis": d.to_dict() if d is not None else None,
+        "trace_path": cb.trace_path,
+        "overhead": cb.overhead,
+    }
+
+
+SCENARIOS = {f.__name__: f for f in (gil_generator, sequential_map, cached_conv, mirrored4,
+                                      mirrored1, ragged_bn, crash, long_run)}
+
+if __name__ == "__main__":
+    name, trace_path = sys.argv[1], sys.argv[2]
+    t0 = time.time()
+    result = SCENARIOS[name](trace_path)
+    result["wall_s"] = round(time.time() - t0, 2)
+    print("RESULT " + json.dumps(result), flush=True)
+    os._exit(0)
