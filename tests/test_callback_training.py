@@ -1,0 +1,146 @@
+"""DiagnoseCallback on real Keras training runs (CPU) with injected bottlenecks.
+
+Each scenario runs in its own process (tests/scenarios.py) under a timeout.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from gpudiag.analyze import diagnose
+from gpudiag.trace.load import load_file
+from tests.conftest import REPO
+
+pytestmark = [pytest.mark.train, pytest.mark.timeout(240)]
+pytest.importorskip("tensorflow")
+
+
+def run_scenario(name: str, trace: Path) -> tuple[dict, str]:
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "TF_ENABLE_ONEDNN_OPTS": "0"}
+    r = subprocess.run([sys.executable, "-m", "tests.scenarios", name, str(trace)], cwd=REPO,
+                       capture_output=True, text=True, timeout=200, env=env)
+    line = next((ln for ln in r.stdout.splitlines() if ln.startswith("RESULT ")), None)
+    assert line is not None, f"scenario {name} failed:\n{r.stdout[-2000:]}\n{r.stderr[-3000:]}"
+    return json.loads(line[len("RESULT "):]), r.stderr
+
+
+def ids(result: dict) -> list[str]:
+    return [f["id"] for f in result["diagnosis"]["findings"]]
+
+
+def reanalysed_equals(result: dict) -> None:
+    """The trace on disk gives exactly the diagnosis printed at the end of training."""
+    again = diagnose(load_file(result["trace_path"])).to_dict()
+    assert json.loads(json.dumps(again)) == result["diagnosis"]
+
+
+def test_gil_holding_generator_is_data_starved_with_gil_pressure(tmp_path):
+    result, _ = run_scenario("gil_generator", tmp_path / "gil.json")
+    d = result["diagnosis"]
+    assert d["verdict"] == "data-starved"
+    assert "gil-pressure" in ids(result)
+    assert "python-generator" in ids(result)
+    gil = next(f for f in d["findings"] if f["id"] == "gil-pressure")
+    # GIL contention, not CPU contention: the out-of-process reference stays on time
+    assert gil["evidence"]["gil_lateness_p95_ms"] >= 3 * (
+        gil["evidence"]["reference_lateness_p95_ms"] or 0.1)
+    reanalysed_equals(result)
+
+
+def test_slow_sequential_map_is_data_starved(tmp_path):
+    result, _ = run_scenario("sequential_map", tmp_path / "map.json")
+    d = result["diagnosis"]
+    assert d["verdict"] == "data-starved"
+    assert d["breakdown"]["input"] >= 0.5
+    assert "sequential-map" in ids(result)
+    sources = {f["id"]: f["source"] for f in d["findings"]}
+    assert sources["sequential-map"] == "trace"  # seen in the profile, not only linted
+    assert any("num_parallel_calls" in s["detail"] for s in d["suggestions"])
+    reanalysed_equals(result)
+
+
+def test_cached_prefetched_conv_is_compute_bound(tmp_path):
+    result, _ = run_scenario("cached_conv", tmp_path / "conv.json")
+    d = result["diagnosis"]
+    assert d["verdict"] == "compute-bound"
+    assert d["breakdown"]["compute"] >= 0.6
+    assert d["breakdown"]["input"] < 0.05
+    assert not {"input-wait", "sequential-map", "python-generator"} & set(ids(result))
+    assert any("NVIDIA" in lim or "GPU" in lim for lim in d["limitations"])
+
+
+def test_mirrored_4_replicas_tiny_batch_is_sync_bound_against_1_replica(tmp_path):
+    four, _ = run_scenario("mirrored4", tmp_path / "m4.json")
+    one, _ = run_scenario("mirrored1", tmp_path / "m1.json")
+    d4, d1 = four["diagnosis"], one["diagnosis"]
+    assert d4["verdict"] == "sync-bound"
+    assert "exposed-collectives" in ids(four)
+    assert "small-model-multi-gpu" in ids(four)
+    assert len(d4["devices"]) == 4  # one row per replica
+    # the same model on one replica has nothing to synchronise...
+    assert d1["verdict"] != "sync-bound"
+    assert d1["breakdown"]["sync"] == 0
+    # ...and processes samples faster: the replicas' extra time is the synchronisation
+    per_sample_4 = d4["steps"]["median_ms"] / four["samples_per_step"]
+    per_sample_1 = d1["steps"]["median_ms"] / one["samples_per_step"]
+    assert per_sample_4 > per_sample_1
+    reanalysed_equals(four)
+
+
+def test_ragged_batch_on_two_replicas_with_batchnorm(tmp_path):
+    result, stderr = run_scenario("ragged_bn", tmp_path / "ragged.json")
+    assert {"batch-not-multiple-of-replicas", "partial-last-batch"} <= set(result["lint_ids"])
+    # both were printed before TensorFlow got a chance to fail
+    assert "batch-not-multiple-of-replicas" in stderr
+    assert "partial-last-batch" in stderr and "BatchNormalization" in stderr
+    assert "drop_remainder=True" in stderr
+
+
+def test_exception_inside_fit_stops_every_thread_and_leaves_a_trace(tmp_path):
+    result, _ = run_scenario("crash", tmp_path / "crash.json")
+    assert result["raised"] is True
+    assert result["threads_left"] == []
+    assert result["reference_alive"] is False
+    d = result["diagnosis"]
+    assert d is not None
+    assert any("stopped early" in lim for lim in d["limitations"])
+    assert d["steps"]["count"] >= 8
+
+
+def test_run_killed_with_sigkill_leaves_an_analyzable_trace(tmp_path):
+    trace = tmp_path / "killed.json"
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
+    proc = subprocess.Popen([sys.executable, "-m", "tests.scenarios", "long_run", str(trace)],
+                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                            env=env, text=True)
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.readline().strip() == "started"
+        deadline = time.time() + 60
+        # wait until the profiler window has been decoded into the trace
+        while time.time() < deadline:
+            if trace.exists() and '"device.compute"' in trace.read_text():
+                break
+            time.sleep(0.5)
+        time.sleep(2.5)  # at least one flush period of counters and steps
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    r = subprocess.run([sys.executable, "-m", "gpudiag", "analyze", str(trace), "--json"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    d = json.loads(r.stdout)
+    assert d["steps"]["count"] > 10
+    assert d["steps"]["analyzed"] == 3  # the profiled window made it to disk
+    assert d["breakdown"]["compute"] > 0
+    assert sum(d["breakdown"].values()) == pytest.approx(1.0, abs=1e-3)
