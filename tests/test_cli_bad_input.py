@@ -152,3 +152,11 @@ def test_help_and_analyze_do_not_import_tensorflow():
     assert "IMPORTED []" in r.stdout
     r = run_cli("--help")
     assert r.returncode == 0 and "analyze" in r.stdout
+
+
+def test_demo_without_tensorflow_says_how_to_install(tmp_path):
+    code = ("import sys; sys.modules['tensorflow'] = None; "
+            "from gpudiag.cli import main; raise SystemExit(main(['demo']))")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2
+    assert "pip install 'gpudiag[tf]'" in r.stderr

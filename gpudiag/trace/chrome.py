@@ -16,6 +16,11 @@ from typing import Any
 
 from gpudiag.trace.errors import TraceError
 
+try:
+    import orjson
+except ImportError:  # pragma: no cover - orjson is a dependency, but stay usable without it
+    orjson = None  # type: ignore[assignment]
+
 
 @dataclass
 class ChromeDoc:
@@ -41,9 +46,19 @@ def parse_chrome(raw: bytes, path: str) -> ChromeDoc:
     return chrome_doc(decode_json(raw, path), path)
 
 
+def loads(raw: bytes) -> Any:
+    """JSON decode with orjson (about twice as fast on large traces), stdlib as fallback."""
+    if orjson is not None:
+        try:
+            return orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            pass  # the stdlib parser below gives the precise error message
+    return json.loads(raw)
+
+
 def decode_json(raw: bytes, path: str) -> Any:
     try:
-        doc = json.loads(raw)
+        doc = loads(raw)
     except UnicodeDecodeError:
         raise TraceError(path, "not UTF-8 text") from None
     except json.JSONDecodeError as e:

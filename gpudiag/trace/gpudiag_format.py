@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from gpudiag.trace.chrome import loads
 from gpudiag.trace.errors import TraceError
 from gpudiag.trace.timeline import Kind, Metadata, RecordedFinding, Timeline
 
@@ -37,7 +38,7 @@ def parse_stream(raw: bytes, path: str) -> tuple[list[dict[str, Any]], bool]:
     complete line; a bad line before the last one is corruption, not truncation.
     """
     try:
-        events = json.loads(raw)
+        events = loads(raw)
         if isinstance(events, list):
             return events, False
     except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):

@@ -116,12 +116,11 @@ def read_tf_trace(doc: ChromeDoc, path: str, producer: str = "tf-trace-viewer") 
                 in_s.append(ts)
                 in_e.append(end)
                 in_n.append(name)
-            elif thread == "python" or thread.startswith("python"):
-                m = STEP_MARKER_RE.match(name)
-                if m:
-                    marker_steps.append((int(m.group(1)), ts, end))
-                elif name in STEP_FUNCTIONS:
-                    func_steps.append((ts, end))
+            elif (m := STEP_MARKER_RE.match(name)) is not None:
+                # on the main thread, named after the process ("python", "gpudiag", ...)
+                marker_steps.append((int(m.group(1)), ts, end))
+            elif name in STEP_FUNCTIONS:
+                func_steps.append((ts, end))
             elif thread.startswith("tf_Compute"):
                 args = ev.get("args")
                 long_name = args.get("long_name") if isinstance(args, dict) else None

@@ -15,7 +15,7 @@ import shutil
 import tempfile
 from typing import Any
 
-from gpudiag.trace.chrome import chrome_doc
+from gpudiag.trace.chrome import chrome_doc, loads
 from gpudiag.trace.errors import TraceError
 from gpudiag.trace.quiet import quiet_stderr
 from gpudiag.trace.tfprof import read_tf_trace
@@ -51,7 +51,7 @@ def xprof_tool(path: str, tool: str) -> Any:
             + (f" ({why})" if why else "")
         )
     try:
-        return json.loads(data)
+        return loads(data)
     except (json.JSONDecodeError, UnicodeDecodeError):
         raise TraceError(path, f"xprof {tool} output is not JSON") from None
 
