@@ -340,6 +340,10 @@ class DiagnoseCallback(keras.callbacks.Callback):
                     self._collect_in_background()
             if self._collector is not None:
                 self._collector.join(timeout=60)
+            if window is not None:
+                self.overhead["profile_start_s"] = window.start_cost_s
+                self.overhead["profile_stop_s"] = window.stop_cost_s
+                self.overhead["profile_decode_s"] = window.decode_cost_s
             if window is not None and not window.done and not window.problem:
                 window.problem = (f"the run had {self._step} steps, fewer than the profiler "
                                   f"window start ({window.first_step})")

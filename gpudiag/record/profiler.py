@@ -45,6 +45,7 @@ class ProfilerWindow:
         self.problem: str | None = None
         self.start_cost_s = 0.0
         self.stop_cost_s = 0.0
+        self.decode_cost_s = 0.0  # in a background thread, not on the training thread
         self._marker: Any = None
         self._torch_prof: Any = None
         # our wall-clock begin/end of each profiled step, to align the profiler's clock
@@ -154,6 +155,7 @@ class ProfilerWindow:
     # ---- decode --------------------------------------------------------------------------
     def collect(self) -> Timeline | None:
         """Decode what was recorded into a Timeline on the wall clock, then delete the files."""
+        t0 = time.perf_counter()
         try:
             if self.problem or not self.done:
                 if not self.problem:
@@ -171,6 +173,7 @@ class ProfilerWindow:
             self.problem = f"profile could not be decoded: {e.problem}"
             return None
         finally:
+            self.decode_cost_s = time.perf_counter() - t0
             if self.keep_dir:
                 with contextlib.suppress(OSError):
                     shutil.copytree(self.logdir, self.keep_dir, dirs_exist_ok=True)
