@@ -117,8 +117,9 @@ def _for_finding(f: Finding, s: dict[str, float], ctx: Context) -> list[Suggesti
         return [Suggestion(
             "Give each replica more work per all-reduce",
             f"Grow the per-replica batch 4×{per} (scale the learning rate with it), or "
-            "accumulate gradients over 4 steps; a model this small may train faster on "
-            "fewer GPUs.",
+            "accumulate gradients over 4 steps"
+            + ("; a model this small may train faster on fewer GPUs."
+               if f.id == "small-model-multi-gpu" else "."),
             batch_scaled(sync, 4), f"exposed sync {_pct(sync)} amortised over a 4× batch", f.id)]
     if f.id == "kernel-launch-bound":
         return [Suggestion(
