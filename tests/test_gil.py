@@ -107,3 +107,17 @@ def test_without_reference():
         w = probe.read()
     assert w.n > 5 and w.ref_n == 0 and w.ref_p95_ms is None and w.excess_p95_ms is None
     assert probe.reference_reason
+
+
+def test_reference_failures_are_reported(monkeypatch):
+    with GilProbe() as probe:
+        pid = probe.reference_pid
+        psutil.Process(pid).kill()
+        deadline = time.monotonic() + 5
+        while probe.reference_reason is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert "exited" in (probe.reference_reason or "")
+    monkeypatch.setattr(sys, "executable", "/nonexistent/python")
+    with GilProbe() as probe:
+        assert "not started" in (probe.reference_reason or "")
+        assert probe.running  # the in-process probe still works

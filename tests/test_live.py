@@ -96,8 +96,14 @@ def test_wide_terminal_puts_gpus_side_by_side(state):
 def test_training_panel(state):
     state.follow = "run.trace"
     state.training = TrainingStatus(
-        steps_per_s=12.3, step_time_ms=81.0, input_share=0.34, sync_share=None,
-        gil_p95_ms=4.8, verdict="data-starved", confidence=0.82, note="last 50 steps",
+        steps_per_s=12.3,
+        step_time_ms=81.0,
+        input_share=0.34,
+        sync_share=None,
+        gil_p95_ms=4.8,
+        verdict="data-starved",
+        confidence=0.82,
+        note="last 50 steps",
     )
     try:
         text = _text(render(state, 100, None), 100)
@@ -141,8 +147,10 @@ def test_once_with_follow_source():
     assert isinstance(src, TrainingPanelSource)
     console = Console(record=True, width=100, file=io.StringIO(), color_system=None)
     fake = ReplayNvml.from_file(FIXTURE, realtime=True)
-    assert run_live(once=True, follow="t.json", console=console, nvml_lib=fake,
-                    training_source=src) == 0
+    assert (
+        run_live(once=True, follow="t.json", console=console, nvml_lib=fake, training_source=src)
+        == 0
+    )
     text = console.export_text()
     assert "sync-bound" in text and "3.00" in text and "GPU 0" in text
     assert src.closed
@@ -180,8 +188,10 @@ def test_q_quits_and_terminal_is_restored(monkeypatch):
         console = Console(file=io.StringIO(), width=100, height=40, force_terminal=True)
         threading.Timer(0.4, os.write, (master, b"q")).start()
         t0 = time.monotonic()
-        assert run_live(interval=0.2, console=console, nvml_lib=ReplayNvml.unavailable(),
-                        duration=10) == 0
+        assert (
+            run_live(interval=0.2, console=console, nvml_lib=ReplayNvml.unavailable(), duration=10)
+            == 0
+        )
         assert time.monotonic() - t0 < 5  # quit on q, not on the duration
         assert termios.tcgetattr(slave) == before
         out = console.file.getvalue()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import sys
 import time
 from pathlib import Path
@@ -48,7 +49,7 @@ def test_buffered_util_samples_keep_driver_timestamps_and_last_ts():
     assert ts == sorted(ts) and len(set(ts)) == len(ts)  # last_ts: nothing read twice
     # 6 s at the driver's 1/6 s period, stamped by the driver, not by the read
     assert 34 <= len(seen) <= 37
-    gaps = {round((b - a) / 1000) for a, b in zip(ts, ts[1:], strict=False)}
+    gaps = {round((b - a) / 1000) for a, b in itertools.pairwise(ts)}
     assert gaps <= {166, 167}
     assert abs(ts[0] - time.time() * 1e6) < 60e6  # wall-clock µs
     values = [v for _, v in seen]
@@ -153,3 +154,12 @@ def test_real_nvml_on_this_machine():
     assert "NVML_ERROR_" in nv.reason or "nvidia-ml-py" in nv.reason
     assert nv.read() == []
     nv.close()
+
+
+def test_backfill_off_drops_samples_from_before_the_session():
+    fake = replay()
+    fake.advance(3.0)  # three seconds buffered in the "driver" before we open it
+    fake._base_us -= 3_000_000  # ... which happened in the past
+    with_history = NvmlSession(lib=fake).read()[0].util_samples
+    fresh_only = NvmlSession(lib=fake, backfill=False).read()[0].util_samples
+    assert len(with_history) >= 17 and fresh_only == []

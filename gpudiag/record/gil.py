@@ -181,7 +181,7 @@ class GilProbe:
         self.window_s = window_s
         self.reference = reference
         self.chunk_s = chunk_s
-        self.reference_reason: str | None = None if reference else "reference heartbeat disabled"
+        self._reference_reason: str | None = None if reference else "reference heartbeat disabled"
         self._maxlen = max(100, int(keep_s / interval_s))
         self._shared: _Shared | None = None
         self._finalizer: weakref.finalize | None = None
@@ -225,7 +225,7 @@ class GilProbe:
                 close_fds=True,
             )
         except Exception as exc:
-            self.reference_reason = f"reference heartbeat not started: {type(exc).__name__}: {exc}"
+            self._reference_reason = f"reference heartbeat not started: {type(exc).__name__}: {exc}"
             return
         shared.proc = proc
         reader = threading.Thread(
@@ -233,7 +233,7 @@ class GilProbe:
         )
         shared.threads.append(reader)
         reader.start()
-        self.reference_reason = None
+        self._reference_reason = None
 
     def stop(self) -> None:
         """Stop the thread and end the subprocess; idempotent."""
@@ -251,6 +251,17 @@ class GilProbe:
     @property
     def running(self) -> bool:
         return self._shared is not None and not self._shared.stop.is_set()
+
+    @property
+    def reference_reason(self) -> str | None:
+        """Why there is no reference heartbeat (disabled, failed to start, exited); else None."""
+        if self._reference_reason is not None:
+            return self._reference_reason
+        shared = self._shared
+        proc = shared.proc if shared is not None else None
+        if proc is not None and proc.poll() is not None:
+            return f"reference heartbeat exited with code {proc.returncode}"
+        return None
 
     @property
     def reference_pid(self) -> int | None:

@@ -123,6 +123,9 @@ class NvmlSession:
     ``indices``: restrict to these NVML device indices (NVML ignores CUDA_VISIBLE_DEVICES).
     ``pcie``: read PCIe throughput; each counter read blocks ~20 ms inside the driver
     (the GIL is released), so a sampler thread, not the training thread, should call ``read``.
+    ``backfill``: the first read returns the utilisation samples the driver had buffered
+    before the session opened (a live monitor shows history at once); ``False`` keeps only
+    samples from the session's start on (a recorded run).
     """
 
     def __init__(
@@ -132,6 +135,7 @@ class NvmlSession:
         indices: Sequence[int] | None = None,
         pcie: bool = True,
         processes: bool = True,
+        backfill: bool = True,
     ) -> None:
         self.available = False
         self.reason: str | None = None
@@ -147,6 +151,8 @@ class NvmlSession:
         self._ts_offset_us: float | None = None
         self._pcie = pcie
         self._processes = processes
+        self._backfill = backfill
+        self._opened_us = time.time() * 1e6
         self._names_by_pid: dict[int, str] = {}
         self._lock = threading.Lock()
         self._initialised = False
@@ -320,7 +326,10 @@ class NvmlSession:
                 if fresh:
                     self._last_ts[pos] = fresh[-1][0]
                     self._last_util[pos] = fresh[-1][1]
-                snap.util_samples = [(self._to_wall_us(ts, snap.ts_us), v) for ts, v in fresh]
+                wall = [(self._to_wall_us(ts, snap.ts_us), v) for ts, v in fresh]
+                if not self._backfill:  # drop what the driver buffered before we opened
+                    wall = [(t, v) for t, v in wall if t >= self._opened_us]
+                snap.util_samples = wall
                 snap.util = self._last_util[pos]
                 return
         # Fallback: the averaged rate, stamped with the read time.

@@ -33,7 +33,6 @@ from typing import Any, Generic, TypeVar
 from gpudiag.record.gil import GilProbe, GilWindow
 from gpudiag.record.host import HostMonitor, HostSnapshot
 from gpudiag.record.nvml import GpuSnapshot, NvmlSession
-from gpudiag.trace.timeline import COUNTER_NAMES
 
 __all__ = [
     "Sample",
@@ -91,32 +90,19 @@ def host_samples(s: HostSnapshot) -> list[Sample]:
 
 
 def gil_samples(w: GilWindow, ts_us: float | None = None) -> list[Sample]:
-    """The window's p95 lateness (in-process and reference), stamped at the read."""
+    """The window's p95 lateness (in-process and reference) and in-process median, stamped
+    at the read. The median tells a thread running Python non-stop (median near the switch
+    interval) from a descheduled GIL holder on a saturated CPU (tail only)."""
     ts = time.time() * 1e6 if ts_us is None else ts_us
     out: list[Sample] = []
     if w.p95_ms is not None:
         out.append(("gil_lateness", HOST, ts, w.p95_ms))
+    if w.p50_ms is not None:
+        out.append(("gil_lateness_p50", HOST, ts, w.p50_ms))
     if w.ref_p95_ms is not None:
         out.append(("gil_reference_lateness", HOST, ts, w.ref_p95_ms))
     return out
 
-
-_EMITTED = {
-    "gpu_util",
-    "gpu_mem_used",
-    "pcie_rx",
-    "pcie_tx",
-    "gpu_power",
-    "gpu_clock_sm",
-    "cpu_total",
-    "cpu_max_core",
-    "cpu_process",
-    "cpu_iowait",
-    "host_mem_used",
-    "gil_lateness",
-    "gil_reference_lateness",
-}
-assert COUNTER_NAMES.keys() >= _EMITTED, _EMITTED - COUNTER_NAMES.keys()
 
 # ---- the thread ---------------------------------------------------------------------------
 
@@ -127,7 +113,9 @@ class Sampler(Generic[T]):
     ``observer`` (optional) receives each raw result — the live monitor keeps the latest
     snapshots (process lists, per-core bars) that way, while the counters go through the same
     ``convert`` + ``sink`` path as a recorded trace. ``on_start``/``on_stop`` open and close
-    what the sampler reads from (the GIL probe's thread and subprocess).
+    what the sampler reads from (the GIL probe's thread and subprocess). ``final_sample``:
+    ``stop()`` takes one last sample, so the tail of a run (the GPU samples buffered since
+    the previous read, a last partial GIL window) is not lost.
     """
 
     def __init__(
@@ -142,8 +130,10 @@ class Sampler(Generic[T]):
         on_start: Callable[[], Any] | None = None,
         on_stop: Callable[[], Any] | None = None,
         description: str = "",
+        final_sample: bool = True,
     ) -> None:
         self.name = name
+        self.final_sample = final_sample
         self.interval = float(interval)
         self.description = description or name
         self._read = read
@@ -236,6 +226,8 @@ class Sampler(Generic[T]):
             thread.join(timeout)
             if thread.is_alive():
                 self._error("stop", TimeoutError(f"thread still running after {timeout:.1f} s"))
+            elif self.final_sample:
+                self.sample_once()
         if self._on_stop is not None:
             try:
                 self._on_stop()
@@ -357,7 +349,7 @@ class SamplerSet:
         out = cls()
         if gpu:
             try:
-                session = NvmlSession(lib=nvml_lib)
+                session = NvmlSession(lib=nvml_lib, backfill=False)  # only this run
             except Exception as exc:  # defensive: NvmlSession itself catches NVML errors
                 out.notes.append(f"GPU: not measured — {type(exc).__name__}: {exc}")
             else:
