@@ -14,7 +14,7 @@ __version__ = "0.1.0"
 
 if TYPE_CHECKING:
     from gpudiag.analyze.diagnosis import Diagnosis
-    from gpudiag.record.callback import DiagnoseCallback
+    from gpudiag.callback import DiagnoseCallback
 
 __all__ = ["DiagnoseCallback", "Diagnosis", "__version__"]
 
@@ -22,7 +22,7 @@ __all__ = ["DiagnoseCallback", "Diagnosis", "__version__"]
 def __getattr__(name: str) -> Any:
     # Lazy: importing gpudiag must not import keras/tensorflow.
     if name == "DiagnoseCallback":
-        from gpudiag.record.callback import DiagnoseCallback
+        from gpudiag.callback import DiagnoseCallback
 
         return DiagnoseCallback
     if name == "Diagnosis":

@@ -103,13 +103,32 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _follow_problem(path: str) -> str | None:
+    """A trace to follow may not exist yet (training about to start); if it does, it must be
+    a gpudiag trace."""
+    if os.path.isdir(path):
+        return "is a directory; pass the trace file DiagnoseCallback writes"
+    if not os.path.exists(path):
+        return None
+    try:
+        with open(path, "rb") as f:
+            head = f.read(4096)
+    except OSError as e:
+        return f"cannot read: {e.strerror or e}"
+    if head.strip() and b'"gpudiag.metadata"' not in head:
+        return "not a gpudiag trace (--follow tails the file a DiagnoseCallback is writing)"
+    return None
+
+
 def cmd_live(args: argparse.Namespace) -> int:
     from gpudiag.show.live import run_live
 
     if args.interval <= 0:
         return _fail("--interval must be positive")
-    if args.follow and not os.path.isfile(args.follow):
-        return _fail(f"{args.follow}: no such trace file")
+    if args.follow:
+        problem = _follow_problem(args.follow)
+        if problem:
+            return _fail(f"{args.follow}: {problem}")
     return run_live(interval=args.interval, once=args.once, follow=args.follow)
 
 

@@ -72,7 +72,7 @@ def _model() -> Any:
 def _train(label: str, parallel: bool, trace_path: str) -> Run:
     import numpy as np
 
-    from gpudiag.record.callback import DiagnoseCallback
+    from gpudiag.callback import DiagnoseCallback
 
     ds = _dataset(parallel)
     model = _model()

@@ -231,6 +231,34 @@ def long_run(trace: str) -> dict:
     return _result(cb)
 
 
+def follow_run(trace: str) -> dict:
+    """About 10 s of a starved run, for a live follower to watch."""
+    import numpy as np
+    import tensorflow as tf
+
+    from gpudiag import DiagnoseCallback
+
+    def slow(a):
+        time.sleep(0.001)
+        return a
+
+    def fn(x, y):
+        x = tf.numpy_function(slow, [x], tf.float32)
+        x.set_shape([16])
+        return x, y
+
+    rng = np.random.default_rng(0)
+    n = 32 * 300
+    ds = (tf.data.Dataset.from_tensor_slices(
+        (rng.random((n, 16), dtype=np.float32), rng.random((n, 1), dtype=np.float32)))
+        .map(fn).batch(32))
+    m = _dense(16)
+    cb = DiagnoseCallback(trace_path=trace, quiet=True, profile_start=3, profile_steps=4)
+    print("started", flush=True)
+    m.fit(ds, epochs=1, verbose=0, callbacks=[cb])
+    return _result(cb)
+
+
 def _gpudiag_threads() -> list[str]:
     return [t.name for t in threading.enumerate()
             if t.is_alive() and ("gpudiag" in t.name.lower() or "sampler" in t.name.lower()
@@ -259,7 +287,8 @@ def _result(cb) -> dict:
 
 
 SCENARIOS = {f.__name__: f for f in (gil_generator, sequential_map, cached_conv, mirrored4,
-                                      mirrored1, ragged_bn, crash, long_run)}
+                                      mirrored1, ragged_bn, crash, long_run,
+                                      follow_run)}
 
 if __name__ == "__main__":
     name, trace_path = sys.argv[1], sys.argv[2]

@@ -128,3 +128,33 @@ def test_to_dict_contract_keys():
         assert {"id", "severity", "evidence"} <= set(f)
     for s in d["suggestions"]:
         assert {"title", "detail", "expected_gain"} <= set(s)
+
+
+def _with_host_counters(tl, gil_p95, ref_p95, gil_p50, cpu):
+    ts = [float(i) * 1e6 for i in range(6)]
+    tl.add_counter("gil_lateness", "host", ts, [gil_p95] * 6)
+    tl.add_counter("gil_reference_lateness", "host", ts, [ref_p95] * 6)
+    tl.add_counter("gil_lateness_p50", "host", ts, [gil_p50] * 6)
+    tl.add_counter("cpu_total", "host", ts, [cpu] * 6)
+    return tl
+
+
+@pytest.mark.parametrize(("gil", "ref", "p50", "cpu", "inp", "expected"), [
+    (6.0, 0.3, 0.2, 50.0, 0.0, True),     # GIL contention on an idle-ish CPU
+    (1.5, 0.1, 0.1, 50.0, 0.0, False),    # below the 2 ms p95 threshold
+    (6.0, 3.0, 0.2, 50.0, 0.0, False),    # reference as late: CPU contention, not the GIL
+    (8.0, 0.4, 0.3, 99.0, 0.0, False),    # saturated CPU, compute-bound: descheduled holder
+    (8.0, 0.4, 0.3, 99.0, 0.3, True),     # saturated CPU but the device waits for input
+    (8.0, 0.4, 4.5, 99.0, 0.0, True),     # saturated CPU, Python thread running non-stop
+])
+def test_gil_pressure_rule(gil, ref, p50, cpu, inp, expected):
+    tl = _with_host_counters(periodic(input_frac=inp, compute_frac=0.6), gil, ref, p50, cpu)
+    assert (diagnose([tl]).finding("gil-pressure") is not None) is expected
+
+
+def test_cpu_saturated_finding():
+    tl = _with_host_counters(periodic(), 0.1, 0.1, 0.1, 97.0)
+    f = diagnose([tl]).finding("cpu-saturated")
+    assert f is not None and f.evidence["cpu_total_p50_pct"] == 97.0
+    assert diagnose([_with_host_counters(periodic(), 0.1, 0.1, 0.1, 85.0)]).finding(
+        "cpu-saturated") is None

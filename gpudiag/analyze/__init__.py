@@ -82,7 +82,11 @@ def diagnose(timelines: list[Timeline], cpu_count: int | None = None) -> Diagnos
     limitations = sorted({lim for tl in timelines for lim in tl.meta.limitations})
     sources = sorted({tl.meta.source for tl in timelines if tl.meta.source})
     producer = ", ".join(sorted({tl.meta.producer for tl in timelines}))
-    host_groups = [counter_findings(tl) + recorded_findings(tl) for tl in timelines]
+    host_groups = [
+        counter_findings(tl, b.shares["input"] if b.steps_analyzed else None)
+        + recorded_findings(tl)
+        for tl, b in zip(timelines, parts, strict=True)
+    ]
     ranks = [
         RankSummary(label, decide(b.shares)[0] if b.steps_analyzed else "inconclusive",
                     {k: round(v, 4) for k, v in b.shares.items()}, b.steps_analyzed,

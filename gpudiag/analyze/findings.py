@@ -181,25 +181,28 @@ def _percentile(tl: Timeline, name: str, q: float) -> float | None:
 
 
 def _gil_contended(p95: float, ref: float | None, cpu: float | None,
-                   typical: float | None) -> bool:
+                   typical: float | None, input_share: float | None) -> bool:
     """The in-process probe is late and the out-of-process reference is not. On a saturated
-    CPU a descheduled GIL holder also delays the probe, so there the *typical* lateness must
-    sit near the switch interval too, the mark of a thread running Python non-stop."""
+    CPU a descheduled GIL holder delays the probe too (a compute-bound run shows it), so
+    there it counts only if the lateness is typical, not just a tail, or if the device
+    waits for input — the cost GIL contention in the input path would explain."""
     if p95 < T.GIL_P95_MS or (ref is not None and p95 < T.GIL_REFERENCE_RATIO * ref):
         return False
     if cpu is not None and cpu >= T.CPU_SATURATED:
-        return typical is not None and typical >= T.GIL_TYPICAL_MS
+        typical_late = typical is not None and typical >= T.GIL_TYPICAL_MS
+        starved = input_share is not None and input_share >= T.INPUT_MODERATE
+        return typical_late or starved
     return True
 
 
-def counter_findings(tl: Timeline) -> list[Finding]:
+def counter_findings(tl: Timeline, input_share: float | None = None) -> list[Finding]:
     """Host signals sampled while training: GIL pressure and CPU saturation."""
     out: list[Finding] = []
     gil = _percentile(tl, "gil_lateness", 95)
     ref = _percentile(tl, "gil_reference_lateness", 95)
     cpu = _percentile(tl, "cpu_total", 50)
     typical = _percentile(tl, "gil_lateness_p50", 50)
-    if gil is not None and _gil_contended(gil, ref, cpu, typical):
+    if gil is not None and _gil_contended(gil, ref, cpu, typical, input_share):
         out.append(
             Finding(
                 id="gil-pressure",

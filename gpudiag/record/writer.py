@@ -68,7 +68,8 @@ class TraceWriter:
         with self._lock:
             if self.closed:
                 return
-            self._f.write(("[\n" if self._first else "\n,") + line)
+            # each event ends its line, so a reader tailing the file never waits on one
+            self._f.write(("[\n" if self._first else ",") + line + "\n")
             self._first = False
             self.events += 1
             if time.monotonic() - self._last_flush >= self.flush_every:
@@ -87,7 +88,7 @@ class TraceWriter:
         with self._lock:
             if self.closed:
                 return
-            self._f.write("\n]\n")
+            self._f.write("]\n")
             self._f.close()
             self.closed = True
 

@@ -91,22 +91,11 @@ class TrainingPanelSource(Protocol):
     def close(self) -> None: ...
 
 
-class _PendingFollower:
-    """Placeholder until the trace follower is implemented: says so in the panel."""
-
-    def __init__(self, path: str) -> None:
-        self.path = path
-
-    def poll(self) -> TrainingStatus | None:
-        return TrainingStatus(note=f"following {self.path}: trace follower not available yet")
-
-    def close(self) -> None:
-        pass
-
-
 def open_training_source(path: str) -> TrainingPanelSource:
-    """Hook for ``--follow TRACE``: return the object that tails the trace at ``path``."""
-    return _PendingFollower(path)
+    """``--follow TRACE``: the object that tails the trace at ``path``."""
+    from gpudiag.show.follow import TraceFollower
+
+    return TraceFollower(path)
 
 
 # ---- state --------------------------------------------------------------------------------

@@ -31,6 +31,22 @@ HOST_PID = 1
 DEVICE_PID_BASE = 100
 
 
+def parse_line(line: str) -> dict[str, Any] | None:
+    """One line of a gpudiag stream as an event; None for brackets and blank lines.
+    Raises ValueError for a line that is not a complete event."""
+    s = line.strip()
+    if s in ("", "[", "]"):
+        return None
+    if s.startswith(","):
+        s = s[1:]
+    if s.endswith("]"):
+        s = s[:-1]
+    ev = loads(s)
+    if not isinstance(ev, dict):
+        raise ValueError("not a trace event object")
+    return ev
+
+
 def parse_stream(raw: bytes, path: str) -> tuple[list[dict[str, Any]], bool]:
     """Events of a gpudiag stream and whether its tail was cut off.
 
@@ -48,23 +64,15 @@ def parse_stream(raw: bytes, path: str) -> tuple[list[dict[str, Any]], bool]:
     events = []
     truncated = False
     for lineno, line in enumerate(lines, 1):
-        s = line.strip()
-        if s in ("", "[", "]"):
-            continue
-        if s.startswith(","):
-            s = s[1:]
-        if s.endswith("]"):
-            s = s[:-1]
         try:
-            ev = json.loads(s)
-        except json.JSONDecodeError:
+            ev = parse_line(line)
+        except ValueError:  # JSONDecodeError included
             if all(not rest.strip() for rest in lines[lineno:]):
                 truncated = True  # the last line was being written when the run died
                 break
             raise TraceError(path, f"corrupt gpudiag trace at line {lineno}") from None
-        if not isinstance(ev, dict):
-            raise TraceError(path, f"line {lineno} is not a trace event object")
-        events.append(ev)
+        if ev is not None:
+            events.append(ev)
     return events, truncated
 
 
@@ -79,13 +87,13 @@ def read_gpudiag(raw: bytes, path: str) -> list[Timeline]:
         raise TraceError(
             path, f"trace format version {header.get('version')} is newer than this gpudiag"
         )
-    tl = Timeline(meta=_metadata(header, path))
+    tl = Timeline(meta=metadata_from(header, path))
     if truncated:
         tl.meta.limitations.append(
             "trace file ends mid-event (the run was killed); read up to its last complete event"
         )
     try:
-        _fill(tl, events[1:])
+        fill_timeline(tl, events[1:])
     except (KeyError, TypeError, ValueError) as e:
         raise TraceError(path, f"malformed gpudiag event ({type(e).__name__}: {e})") from None
     return [tl.freeze()]
@@ -97,7 +105,8 @@ _META_FIELDS = (
 )
 
 
-def _metadata(args: dict[str, Any], path: str) -> Metadata:
+def metadata_from(args: dict[str, Any], path: str) -> Metadata:
+    """Metadata from the header event's args."""
     meta = Metadata(producer="gpudiag", source=path)
     _update_meta(meta, args)
     return meta
@@ -120,7 +129,8 @@ def _update_meta(meta: Metadata, args: dict[str, Any]) -> None:
             setattr(meta, key, str(value))
 
 
-def _fill(tl: Timeline, events: list[dict[str, Any]]) -> None:
+def fill_timeline(tl: Timeline, events: list[dict[str, Any]]) -> None:
+    """Add gpudiag events (everything after the header) to ``tl``."""
     step_idx: list[int] = []
     step_s: list[float] = []
     step_e: list[float] = []

@@ -1,5 +1,8 @@
 """DiagnoseCallback: add one line to ``model.fit`` and learn why training is slow.
 
+It sits at the package top because it runs the whole flow (record → trace → analyze →
+show); ``record/`` itself holds only the recorders and imports nothing from ``show/``.
+
     from gpudiag import DiagnoseCallback
     cb = DiagnoseCallback(dataset=train_ds)      # dataset= enables the pipeline lints
     model.fit(train_ds, epochs=3, callbacks=[cb])

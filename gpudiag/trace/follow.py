@@ -1,0 +1,140 @@
+"""Tail a gpudiag trace while DiagnoseCallback writes it, keeping a bounded rolling view.
+
+Each ``poll()`` reads only the bytes added since the last one (a partial last line waits for
+the next poll). Kept: the header and metadata updates, findings, the latest profiler window's
+device activity and steps, and the last ``window_s`` seconds of steps and counters — so memory
+stays bounded however long training runs.
+
+    tail = TraceTail("gpudiag-trace-….json")
+    if tail.poll():
+        tl = tail.timeline()      # a Timeline the analyzers take as they take any other
+"""
+
+from __future__ import annotations
+
+import os
+from collections import deque
+from typing import Any
+
+from gpudiag.trace.gpudiag_format import (
+    CAT_DEVICE,
+    CAT_FINDING,
+    CAT_INPUT,
+    CAT_PIPELINE,
+    CAT_STEP,
+    META_EVENT,
+    META_UPDATE,
+    fill_timeline,
+    metadata_from,
+    parse_line,
+)
+from gpudiag.trace.timeline import Timeline
+
+MAX_PROFILE_EVENTS = 500_000
+
+
+class NotGpudiagTrace(ValueError):
+    """The followed file is not a gpudiag trace."""
+
+
+class TraceTail:
+    def __init__(self, path: str, window_s: float = 30.0) -> None:
+        self.path = path
+        self.window_us = window_s * 1e6
+        self._reset()
+
+    def _reset(self) -> None:
+        self.header: dict[str, Any] | None = None
+        self.meta_events: list[dict[str, Any]] = []
+        self.rolling: deque[dict[str, Any]] = deque()  # steps and counters, time-bounded
+        self.profile: list[dict[str, Any]] = []  # latest window: device, input, its steps
+        self.latest_us = 0.0
+        self.closed = False  # the closing bracket was seen: the run ended
+        self.bad_lines = 0
+        self._offset = 0
+        self._partial = b""
+        self._inode: int | None = None
+
+    @property
+    def exists(self) -> bool:
+        return os.path.exists(self.path)
+
+    def poll(self) -> bool:
+        """Read what was appended; True if anything new arrived."""
+        try:
+            st = os.stat(self.path)
+        except OSError:
+            return False
+        if self._inode is not None and (st.st_ino != self._inode or st.st_size < self._offset):
+            self._reset()  # the file was replaced: a new run
+        self._inode = st.st_ino
+        if st.st_size <= self._offset:
+            return False
+        with open(self.path, "rb") as f:
+            f.seek(self._offset)
+            chunk = f.read(st.st_size - self._offset)
+        self._offset += len(chunk)
+        data = self._partial + chunk
+        lines = data.split(b"\n")
+        self._partial = lines.pop()  # incomplete until its newline arrives
+        if self._partial.strip() == b"]":
+            lines.append(self._partial)
+            self._partial = b""
+        new = False
+        for raw in lines:
+            text = raw.decode("utf-8", "replace")
+            if text.strip() == "]":
+                self.closed = True
+                continue
+            try:
+                ev = parse_line(text)
+            except ValueError:
+                self.bad_lines += 1
+                continue
+            if ev is not None:
+                self._keep(ev)
+                new = True
+        self._prune()
+        return new
+
+    def _keep(self, ev: dict[str, Any]) -> None:
+        name = ev.get("name")
+        cat = str(ev.get("cat", ""))
+        if self.header is None:
+            if name != META_EVENT:
+                raise NotGpudiagTrace(f"{self.path}: not a gpudiag trace (no gpudiag.metadata)")
+            self.header = ev.get("args") or {}
+            return
+        ts = ev.get("ts")
+        if isinstance(ts, int | float):
+            self.latest_us = max(self.latest_us, float(ts) + float(ev.get("dur", 0) or 0))
+        if name == META_UPDATE or cat in (CAT_FINDING, CAT_PIPELINE):
+            self.meta_events.append(ev)
+        elif cat.startswith(CAT_DEVICE) or cat == CAT_INPUT:
+            if len(self.profile) < MAX_PROFILE_EVENTS:
+                self.profile.append(ev)
+        elif cat == CAT_STEP and (ev.get("args") or {}).get("profiled"):
+            self.profile.append(ev)
+        elif cat == CAT_STEP or ev.get("ph") == "C":
+            self.rolling.append(ev)
+
+    def _prune(self) -> None:
+        horizon = self.latest_us - self.window_us
+        while self.rolling and float(self.rolling[0].get("ts", 0)) < horizon:
+            self.rolling.popleft()
+
+    def timeline(self) -> Timeline | None:
+        """The rolling view as a Timeline (None until the header has arrived)."""
+        if self.header is None:
+            return None
+        tl = Timeline(meta=metadata_from(self.header, self.path))
+        fill_timeline(tl, [*self.meta_events, *self.profile, *self.rolling])
+        return tl.freeze()
+
+    def recent_steps(self, seconds: float = 10.0) -> list[tuple[float, float]]:
+        """(start, end) µs of steps that ended in the last ``seconds``."""
+        horizon = self.latest_us - seconds * 1e6
+        out = [(float(ev["ts"]), float(ev["ts"]) + float(ev.get("dur", 0)))
+               for ev in [*self.rolling, *self.profile]
+               if ev.get("cat") == CAT_STEP and float(ev["ts"]) >= horizon]
+        return sorted(out)

@@ -1,0 +1,139 @@
+"""gpudiag live --follow: tailing a trace while it is written, and the training panel."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+from rich.console import Console
+
+from gpudiag.record.writer import TraceWriter
+from gpudiag.show.follow import TraceFollower
+from gpudiag.show.live import LiveState, render
+from gpudiag.trace.follow import NotGpudiagTrace, TraceTail
+from gpudiag.trace.timeline import Metadata
+from tests.conftest import REPO
+from tests.synth import periodic
+
+
+def _frame(status, follow="trace.json", width=120) -> str:
+    state = LiveState()
+    state.follow = follow
+    state.gpu_reason = "No NVIDIA GPU visible: test"
+    state.training = status
+    console = Console(record=True, width=width, force_terminal=False)
+    console.print(render(state, width, None))
+    return console.export_text()
+
+
+def test_tail_reads_increments_and_waits_for_partial_lines(tmp_path):
+    path = tmp_path / "t.json"
+    w = TraceWriter(str(path), Metadata(producer="gpudiag"), flush_every=0.0)
+    tail = TraceTail(str(path), window_s=1000)
+    assert tail.poll() is True and tail.header is not None
+    w.step(0, 0.0, 100.0)
+    assert tail.poll() is True
+    assert len(tail.timeline().steps) == 1
+    # from here on, append by hand (the writer's own file position would overwrite)
+    with open(path, "a") as f:  # half an event: must wait for the rest
+        f.write(',{"ph":"X","cat":"step","name":"step 1","pid":1,"tid":1,"ts":200.0,')
+    assert tail.poll() is False
+    with open(path, "a") as f:
+        f.write('"dur":100.0,"args":{"step":1,"profiled":false}}\n')
+    assert tail.poll() is True
+    assert tail.timeline().steps.index.tolist() == [0, 1]
+    assert tail.bad_lines == 0
+    with open(path, "a") as f:
+        f.write("]\n")  # what TraceWriter.close() writes
+    tail.poll()
+    assert tail.closed
+
+
+def test_tail_keeps_a_bounded_window_but_the_profile(tmp_path):
+    path = tmp_path / "t.json"
+    one = periodic(steps=1, input_frac=0.4, compute_frac=0.5)
+    with TraceWriter(str(path), Metadata(producer="gpudiag")) as w:
+        for i in range(5):  # profiled steps early in the run
+            w.step(i, i * 1000.0, i * 1000.0 + 1000.0, profiled=True)
+            w.timeline(one, shift_us=i * 1000.0)
+        for i in range(5, 5000):  # then a long run of plain steps, 1 ms apart
+            w.step(i, i * 1000.0, i * 1000.0 + 1000.0)
+    tail = TraceTail(str(path), window_s=1.0)
+    tail.poll()
+    tl = tail.timeline()
+    assert len(tl.steps) < 1100  # about one second of steps + the 5 profiled ones
+    assert tl.steps.profiled.sum() == 5
+    assert tl.has_device_activity()
+
+
+def test_follow_rejects_a_file_that_is_not_a_gpudiag_trace(tmp_path):
+    p = tmp_path / "other.json"
+    p.write_text('{"traceEvents": []}\n')
+    with pytest.raises(NotGpudiagTrace):
+        TraceTail(str(p)).poll()
+    r = subprocess.run([sys.executable, "-m", "gpudiag", "live", "--once", "--follow", str(p)],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2
+    assert "not a gpudiag trace" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_follower_waits_for_a_trace_that_does_not_exist_yet(tmp_path):
+    status = TraceFollower(str(tmp_path / "later.json")).poll()
+    assert "waiting for" in status.note
+    assert "waiting for" in _frame(status)
+
+
+@pytest.mark.train
+@pytest.mark.timeout(240)
+def test_follow_a_real_keras_fit_and_see_the_panel_update(tmp_path):
+    pytest.importorskip("tensorflow")
+    trace = tmp_path / "live.json"
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
+    proc = subprocess.Popen([sys.executable, "-m", "tests.scenarios", "follow_run", str(trace)],
+                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                            text=True, env=env)
+    follower = TraceFollower(str(trace))
+    statuses = []
+    try:
+        deadline = time.time() + 150
+        while time.time() < deadline:
+            statuses.append(follower.poll())
+            if follower.tail.closed:
+                break
+            time.sleep(0.5)
+    finally:
+        proc.wait(timeout=60) if follower.tail.closed else proc.kill()
+    running = [s for s in statuses if s.steps_per_s is not None and not
+               s.note.startswith("run ended")]
+    assert running, [s.note for s in statuses]
+    assert any(s.verdict == "inconclusive" and "not reached" in s.note for s in statuses)
+    final = statuses[-1]
+    assert final.verdict == "data-starved"
+    assert final.input_share is not None and final.input_share > 0.3
+    assert final.note.startswith("run ended")
+    text = _frame(running[-1])
+    assert "Training" in text and "steps/s" in text
+    text = _frame(final)
+    assert "data-starved" in text and "input wait" in text
+    # live and offline agree: the same trace through gpudiag analyze
+    r = subprocess.run([sys.executable, "-m", "gpudiag", "analyze", str(trace), "--json"],
+                       capture_output=True, text=True, timeout=60)
+    assert '"verdict": "data-starved"' in r.stdout
+
+
+def test_live_once_with_follow_prints_the_training_panel(tmp_path):
+    path = tmp_path / "done.json"
+    one = periodic(steps=1, input_frac=0.4, compute_frac=0.5)
+    with TraceWriter(str(path), Metadata(producer="gpudiag")) as w:
+        for i in range(6):
+            w.step(i, i * 1000.0, i * 1000.0 + 1000.0, profiled=True)
+            w.timeline(one, shift_us=i * 1000.0)
+    r = subprocess.run([sys.executable, "-m", "gpudiag", "live", "--once", "--follow",
+                        str(path)], capture_output=True, text=True, timeout=60,
+                       env={**os.environ, "COLUMNS": "120"})
+    assert r.returncode == 0, r.stderr
+    assert "Training" in r.stdout and "data-starved" in r.stdout
+    assert "No NVIDIA GPU visible" in r.stdout
