@@ -129,9 +129,17 @@ def read_tf_trace(doc: ChromeDoc, path: str, producer: str = "tf-trace-viewer") 
                     ops = cpu_ops.setdefault(int(m.group(1)) if m else 0, ([], []))
                     ops[0].append(ts)
                     ops[1].append(end)
-            elif "Eigen" in thread:
-                cpu_shards[0].append(ts)
-                cpu_shards[1].append(end)
+            elif "Eigen" in thread or thread.startswith("tf_XLA"):
+                # intra-op shards (TF) and XLA executables on the CPU (JAX); not the waits
+                wrapper = name == "ThreadpoolListener::Region" and "Eigen" not in thread
+                if not wrapper and "wait for completion" not in name:
+                    cpu_shards[0].append(ts)
+                    cpu_shards[1].append(end)
+            elif name == "$builtins next" or (name.startswith("$") and "data_adapter" in name):
+                # JAX / torch backends: Keras pulls each batch in Python (python tracer)
+                in_s.append(ts)
+                in_e.append(end)
+                in_n.append(name.lstrip("$"))
             elif thread.startswith("collective_ops") and COLLECTIVE_RE.search(name):
                 cpu_coll[0].append(ts)
                 cpu_coll[1].append(end)
@@ -144,8 +152,9 @@ def read_tf_trace(doc: ChromeDoc, path: str, producer: str = "tf-trace-viewer") 
     base.pipeline.update(pipeline)
     if in_s:
         base.add_input_wait(in_s, in_e, in_n)
-    if not dev and cpu_ops:
+    if not dev and (cpu_ops or cpu_shards[0]):
         meta.device_type = "CPU"
+        cpu_ops.setdefault(0, ([], []))
         _add_cpu_replicas(base, cpu_ops, cpu_shards, cpu_coll)
     else:
         meta.device_type = "GPU" if dev else ""
@@ -187,7 +196,7 @@ def _add_cpu_replicas(
         if coll[0]:
             tl.add_activity("CPU", Kind.COLLECTIVE, *coll)
         tl.meta.limitations.append(
-            "CPU-only profile: device time is the busy time of TensorFlow's op threads")
+            "CPU-only profile: device time is the busy time of the framework's op threads")
         return
     names = [f"CPU replica {r}" for r in range(replicas)]
     merged = {r: union_of(np.asarray(ops.get(r, ([], []))[0], dtype=float),
