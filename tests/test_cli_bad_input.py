@@ -160,3 +160,22 @@ def test_demo_without_tensorflow_says_how_to_install(tmp_path):
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert r.returncode == 2
     assert "pip install 'gpudiag[tf]'" in r.stderr
+
+
+def test_xprof_binary_cache_file_is_not_a_trace(tmp_path):
+    """xprof leaves ALL_HOSTS.op_stats*.pb beside the profiles it reads: a protobuf, not an
+    XSpace."""
+    pytest.importorskip("xprof")
+    import shutil
+
+    from gpudiag.trace.quiet import quiet_stderr
+
+    src = tmp_path / "host.xplane.pb"
+    shutil.copyfile(SAMPLES / "tf_gpu_multi_worker.xplane.pb", src)
+    with quiet_stderr():
+        from xprof.convert import raw_to_tool_data as r2t
+
+        r2t.xspace_to_tool_data([str(src)], "overview_page", {})
+    cached = [p for p in tmp_path.iterdir() if p.name != src.name]
+    assert cached, "xprof wrote no cache file"
+    assert_bad(str(cached[0]), "not a profiler trace")

@@ -10,10 +10,12 @@ annotations on the CPU; DataLoader waits as ``enumerate(DataLoader)#...__next__`
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from typing import Any
 
-from gpudiag.trace.chrome import ChromeDoc
+from gpudiag.trace.chrome import ChromeDoc, loads
 from gpudiag.trace.errors import TraceError
+from gpudiag.trace.source import gzip_errors, open_stream
 from gpudiag.trace.timeline import Kind, Metadata, Timeline
 
 KERNEL_CATS = frozenset({"kernel", "Kernel"})
@@ -25,10 +27,12 @@ STEP_RE = re.compile(r"^ProfilerStep#(\d+)$")
 DATALOADER_PREFIX = "enumerate(DataLoader)#"
 
 
+TOP_KEYS = ("deviceProperties", "distributedInfo", "schemaVersion")
+RUNTIME_CATS = frozenset({"cuda_runtime", "Runtime", "cuda_driver"})
+
+
 def looks_like_kineto(doc: ChromeDoc) -> bool:
-    if "deviceProperties" in doc.top or "distributedInfo" in doc.top:
-        return True
-    if "schemaVersion" in doc.top:
+    if any(k in doc.top for k in TOP_KEYS):
         return True
     for ev in doc.events[:5000]:
         name = ev.get("name")
@@ -47,8 +51,46 @@ def memcpy_kind(name: str) -> Kind:
     return Kind.COMPUTE  # DtoD / PtoP copies and memsets run on the device itself
 
 
+def kineto_head(head: bytes) -> dict[str, Any] | None:
+    """Top-level keys written before ``traceEvents`` (Kineto writes deviceProperties and
+    distributedInfo first), or None if the head does not look like a Kineto trace."""
+    idx = head.find(b'"traceEvents"')
+    if idx < 0:
+        return None
+    prefix = head[:idx].rstrip().rstrip(b",") + b"}"
+    try:
+        top = loads(prefix)
+    except ValueError:
+        return None
+    if not isinstance(top, dict) or not any(k in top for k in TOP_KEYS):
+        return None
+    return top
+
+
+def stream_kineto(path: str, top: dict[str, Any]) -> list[Timeline]:
+    """Read a (large) Kineto trace event by event: memory holds only what is kept."""
+    import ijson
+
+    with open_stream(path) as f, gzip_errors(path):
+        try:
+            return read_kineto_events(ijson.items(f, "traceEvents.item", use_float=True), top,
+                                      path)
+        except ijson.IncompleteJSONError as e:
+            what = str(e).splitlines()[0] if str(e) else ""
+            if "premature EOF" in what or not what:
+                raise TraceError(path, "truncated JSON (ends mid-document)") from None
+            raise TraceError(path, f"invalid JSON ({what.strip()})") from None
+        except ijson.JSONError as e:
+            raise TraceError(path, f"invalid JSON ({str(e).splitlines()[0]})") from None
+
+
 def read_kineto(doc: ChromeDoc, path: str) -> list[Timeline]:
-    tl = Timeline(meta=_metadata(doc, path))
+    return read_kineto_events(doc.events, doc.top, path)
+
+
+def read_kineto_events(events: Iterable[Any], top: dict[str, Any], path: str
+                       ) -> list[Timeline]:
+    tl = Timeline(meta=_metadata(top, path))
     dev: dict[tuple[str, Kind], tuple[list[float], list[float]]] = {}
     kernels: dict[str, int] = {}
     step_idx: list[int] = []
@@ -58,8 +100,11 @@ def read_kineto(doc: ChromeDoc, path: str) -> list[Timeline]:
     in_e: list[float] = []
     in_n: list[str] = []
     launches = 0
+    kernel_kind: dict[str, Kind] = {}  # kernel names repeat: classify each once
     try:
-        for ev in doc.events:
+        for ev in events:
+            if not isinstance(ev, dict):
+                raise TraceError(path, f"trace event is a {type(ev).__name__}, expected an object")
             if ev.get("ph") != "X":
                 continue
             cat = ev.get("cat")
@@ -72,7 +117,10 @@ def read_kineto(doc: ChromeDoc, path: str) -> list[Timeline]:
                 args = ev.get("args") or {}
                 device = f"GPU {int(args.get('device', ev.get('pid', 0)))}"
                 if cat in KERNEL_CATS:
-                    kind = Kind.COLLECTIVE if COLLECTIVE_RE.search(name) else Kind.COMPUTE
+                    kind = kernel_kind.get(name)
+                    if kind is None:
+                        kind = Kind.COLLECTIVE if COLLECTIVE_RE.search(name) else Kind.COMPUTE
+                        kernel_kind[name] = kind
                     kernels[device] = kernels.get(device, 0) + 1
                 elif cat in MEMCPY_CATS:
                     kind = memcpy_kind(name)
@@ -83,7 +131,7 @@ def read_kineto(doc: ChromeDoc, path: str) -> list[Timeline]:
                     lists = dev[(device, kind)] = ([], [])
                 lists[0].append(ts)
                 lists[1].append(end)
-            elif cat in ("cuda_runtime", "Runtime", "cuda_driver"):
+            elif cat in RUNTIME_CATS:
                 if "Launch" in name:
                     launches += 1
             elif name.startswith("ProfilerStep#"):
@@ -135,9 +183,9 @@ def _device_order(name: str) -> tuple[int, str]:
     return (int(tail) if tail.isdigit() else 1 << 30, name)
 
 
-def _metadata(doc: ChromeDoc, path: str) -> Metadata:
+def _metadata(top: dict[str, Any], path: str) -> Metadata:
     meta = Metadata(producer="kineto", source=path, framework="pytorch")
-    info: Any = doc.top.get("distributedInfo")
+    info: Any = top.get("distributedInfo")
     if isinstance(info, dict):
         if isinstance(info.get("rank"), int):
             meta.rank = info["rank"]
@@ -145,7 +193,7 @@ def _metadata(doc: ChromeDoc, path: str) -> Metadata:
             meta.world_size = info["world_size"]
         if info.get("backend"):
             meta.extra["backend"] = str(info["backend"])
-    props: Any = doc.top.get("deviceProperties")
+    props: Any = top.get("deviceProperties")
     if isinstance(props, list) and props:
         names = {str(p.get("name", "")) for p in props if isinstance(p, dict)}
         meta.device_type = ", ".join(sorted(n for n in names if n)) or "GPU"

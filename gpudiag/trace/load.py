@@ -13,14 +13,19 @@ from collections.abc import Callable, Sequence
 from gpudiag.trace.chrome import parse_chrome
 from gpudiag.trace.errors import TraceError
 from gpudiag.trace.gpudiag_format import read_gpudiag
-from gpudiag.trace.kineto import looks_like_kineto, read_kineto
-from gpudiag.trace.source import read_source, sniff
+from gpudiag.trace.kineto import kineto_head, looks_like_kineto, read_kineto, stream_kineto
+from gpudiag.trace.source import peek_source, read_source, sniff
 from gpudiag.trace.tfprof import looks_like_tf, read_tf_trace
 from gpudiag.trace.timeline import Timeline
 
 
 def load_file(path: str) -> list[Timeline]:
     """All Timelines in one file (usually one; a multi-worker xplane may hold several)."""
+    head = peek_source(path)
+    if sniff(head) == "json-object":
+        top = kineto_head(head)
+        if top is not None:  # PyTorch traces are the large ones: stream them
+            return stream_kineto(path, top)
     raw = read_source(path)
     kind = sniff(raw)
     if kind == "gpudiag":
