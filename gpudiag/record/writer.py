@@ -64,7 +64,9 @@ class TraceWriter:
 
     # ---- low level -------------------------------------------------------------------------
     def _write(self, ev: dict[str, Any]) -> None:
-        line = _dumps(ev)
+        self._write_line(_dumps(ev))
+
+    def _write_line(self, line: str) -> None:
         with self._lock:
             if self.closed:
                 return
@@ -109,9 +111,11 @@ class TraceWriter:
         return pid
 
     def step(self, index: int, start_us: float, end_us: float, profiled: bool = False) -> None:
-        self._write({"ph": "X", "cat": CAT_STEP, "name": f"step {index}", "pid": HOST_PID,
-                     "tid": 1, "ts": round(start_us, 3), "dur": round(end_us - start_us, 3),
-                     "args": {"step": index, "profiled": profiled}})
+        # on the training thread every step: formatted directly, ~4x cheaper than json.dumps
+        self._write_line(
+            f'{{"ph":"X","cat":"{CAT_STEP}","name":"step {int(index)}","pid":{HOST_PID},'
+            f'"tid":1,"ts":{start_us:.3f},"dur":{end_us - start_us:.3f},'
+            f'"args":{{"step":{int(index)},"profiled":{"true" if profiled else "false"}}}}}')
 
     def counter(self, name: str, source: str, ts_us: float, value: float) -> None:
         if value != value:  # NaN: not measured
