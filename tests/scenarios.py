@@ -62,26 +62,32 @@ def gil_generator(trace: str) -> dict:
     return _result(cb)
 
 
-def sequential_map(trace: str) -> dict:
-    """A slow per-element map with no num_parallel_calls."""
+def _slow_map_dataset(samples: int, features: int, decode_s: float):
+    """tf.data whose sequential map spends ``decode_s`` per element in Python."""
     import numpy as np
     import tensorflow as tf
 
-    from gpudiag import DiagnoseCallback
-
     def slow(a):
-        time.sleep(0.0015)
+        time.sleep(decode_s)
         return a
 
     def fn(x, y):
         x = tf.numpy_function(slow, [x], tf.float32)
-        x.set_shape([32])
+        x.set_shape([features])
         return x, y
 
     rng = np.random.default_rng(0)
-    ds = (tf.data.Dataset.from_tensor_slices(
-        (rng.random((960, 32), dtype=np.float32), rng.random((960, 1), dtype=np.float32)))
+    return (tf.data.Dataset.from_tensor_slices(
+        (rng.random((samples, features), dtype=np.float32),
+         rng.random((samples, 1), dtype=np.float32)))
         .map(fn).batch(32))
+
+
+def sequential_map(trace: str) -> dict:
+    """A slow per-element map with no num_parallel_calls."""
+    from gpudiag import DiagnoseCallback
+
+    ds = _slow_map_dataset(960, 32, 0.0015)
     m = _dense(32)
     cb = DiagnoseCallback(trace_path=trace, dataset=ds, quiet=True)
     m.fit(ds, epochs=1, verbose=0, callbacks=[cb])
@@ -233,25 +239,9 @@ def long_run(trace: str) -> dict:
 
 def follow_run(trace: str) -> dict:
     """About 10 s of a starved run, for a live follower to watch."""
-    import numpy as np
-    import tensorflow as tf
-
     from gpudiag import DiagnoseCallback
 
-    def slow(a):
-        time.sleep(0.001)
-        return a
-
-    def fn(x, y):
-        x = tf.numpy_function(slow, [x], tf.float32)
-        x.set_shape([16])
-        return x, y
-
-    rng = np.random.default_rng(0)
-    n = 32 * 300
-    ds = (tf.data.Dataset.from_tensor_slices(
-        (rng.random((n, 16), dtype=np.float32), rng.random((n, 1), dtype=np.float32)))
-        .map(fn).batch(32))
+    ds = _slow_map_dataset(32 * 300, 16, 0.001)
     m = _dense(16)
     cb = DiagnoseCallback(trace_path=trace, quiet=True, profile_start=3, profile_steps=4)
     print("started", flush=True)
