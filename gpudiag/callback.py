@@ -276,6 +276,8 @@ class DiagnoseCallback(keras.callbacks.Callback):
         def collect() -> None:
             tl = window.collect()
             if tl is not None:
+                if tl.meta.device_type:
+                    writer.update_meta(device_type=tl.meta.device_type)
                 writer.timeline(tl)
                 writer.window(float(tl.steps.start.min()), float(tl.steps.end.max()),
                               "profiler window")

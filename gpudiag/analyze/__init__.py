@@ -177,4 +177,4 @@ def _context(timelines: list[Timeline], cpu_count: int | None) -> Context:
     meta = timelines[0].meta
     cores = cpu_count or int(meta.extra.get("cpu_count") or 8)
     return Context(cpu_count=cores, replicas=meta.replicas, batch_size=meta.batch_size,
-                   framework=meta.framework)
+                   framework=meta.framework, device_type=meta.device_type)

@@ -21,6 +21,7 @@ class Context:
     replicas: int | None = None
     batch_size: int | None = None
     framework: str = ""
+    device_type: str = ""  # "CPU" when the run had no accelerator
 
 
 def removed(share: float) -> float:
@@ -152,6 +153,14 @@ def _for_finding(f: Finding, s: dict[str, float], ctx: Context) -> list[Suggesti
 
 def _compute_bound(s: dict[str, float], ctx: Context) -> list[Suggestion]:
     comp = s["compute"]
+    xla = Suggestion(
+        "Compile the model with XLA",
+        "model.compile(..., jit_compile=True) fuses element-wise ops; typical gains "
+        "10–30% on compute-bound models.",
+        removed(comp * 0.15), f"15% of compute ({_pct(comp)}) saved by fusion",
+        "compute-bound")
+    if ctx.device_type == "CPU":  # no tensor cores: reduced precision does not pay on CPUs
+        return [xla]
     return [
         Suggestion(
             "Use mixed precision",
@@ -159,14 +168,12 @@ def _compute_bound(s: dict[str, float], ctx: Context) -> list[Suggestion]:
             "tensor cores run matmuls and convolutions at up to 2× the float32 rate.",
             removed(comp / 2), f"half of compute ({_pct(comp)}) saved on tensor-core GPUs",
             "compute-bound"),
-        Suggestion(
-            "Compile the model with XLA",
-            "model.compile(..., jit_compile=True) fuses element-wise ops; typical gains "
-            "10–30% on compute-bound models.",
-            removed(comp * 0.15), f"15% of compute ({_pct(comp)}) saved by fusion",
-            "compute-bound"),
+        xla,
     ]
 
+
+MIN_GAIN = 1.02  # a performance change worth less than 2% is not worth the reader's time
+CORRECTNESS = {"batch-not-multiple-of-replicas", "partial-last-batch"}
 
 # a specific input cause makes the generic advice redundant
 SPECIFIC_INPUT = {"sequential-map", "python-generator", "dataloader-in-main-process",
@@ -188,6 +195,7 @@ def suggest(findings: list[Finding], shares: dict[str, float], verdict: str,
                 out.append(sug)
     if verdict == "compute-bound":
         out.extend(_compute_bound(shares, ctx))
+    out = [x for x in out if x.finding in CORRECTNESS or x.expected_gain >= MIN_GAIN]
     out.sort(key=lambda x: -x.expected_gain)
     for sug in out:
         sug.expected_gain = round(sug.expected_gain, 2)
