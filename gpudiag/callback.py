@@ -278,6 +278,8 @@ class DiagnoseCallback(keras.callbacks.Callback):
             if tl is not None:
                 if tl.meta.device_type:
                     writer.update_meta(device_type=tl.meta.device_type)
+                if tl.meta.limitations:  # what the profile itself could not show
+                    writer.update_meta(limitations=tl.meta.limitations)
                 writer.timeline(tl)
                 writer.window(float(tl.steps.start.min()), float(tl.steps.end.max()),
                               "profiler window")

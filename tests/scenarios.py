@@ -249,6 +249,25 @@ def follow_run(trace: str) -> dict:
     return _result(cb)
 
 
+def other_backend(trace: str) -> dict:
+    """The Keras backend named by KERAS_BACKEND (jax, torch) with numpy data on CPU."""
+    import keras
+    import numpy as np
+
+    from gpudiag import DiagnoseCallback
+
+    rng = np.random.default_rng(0)
+    m = keras.Sequential([keras.Input((64,)), keras.layers.Dense(512, activation="relu"),
+                          keras.layers.Dense(512, activation="relu"), keras.layers.Dense(1)])
+    m.compile("adam", "mse")
+    cb = DiagnoseCallback(trace_path=trace, quiet=True)
+    m.fit(rng.random((4096, 64)), rng.random((4096, 1)), batch_size=64, epochs=1, verbose=0,
+          callbacks=[cb])
+    out = _result(cb)
+    out["backend"] = keras.backend.backend()
+    return out
+
+
 def _gpudiag_threads() -> list[str]:
     return [t.name for t in threading.enumerate()
             if t.is_alive() and ("gpudiag" in t.name.lower() or "sampler" in t.name.lower()
@@ -278,7 +297,7 @@ def _result(cb) -> dict:
 
 SCENARIOS = {f.__name__: f for f in (gil_generator, sequential_map, cached_conv, mirrored4,
                                       mirrored1, ragged_bn, crash, long_run,
-                                      follow_run)}
+                                      follow_run, other_backend)}
 
 if __name__ == "__main__":
     name, trace_path = sys.argv[1], sys.argv[2]

@@ -110,6 +110,11 @@ class ProfilerWindow:
                 import jax
 
                 self._marker = jax.profiler.StepTraceAnnotation(STEP_MARKER, step_num=step)
+            elif self.backend == "torch":
+                import torch
+
+                # the name Kineto readers (ours, HTA, TensorBoard) take for a step
+                self._marker = torch.profiler.record_function(f"ProfilerStep#{step}")
             else:
                 return
             self._marker.__enter__()
@@ -121,9 +126,6 @@ class ProfilerWindow:
             with contextlib.suppress(Exception):
                 self._marker.__exit__(None, None, None)
             self._marker = None
-        if self._torch_prof is not None:
-            with contextlib.suppress(Exception):
-                self._torch_prof.step()
 
     def stop(self) -> None:
         """Stop the profiler (idempotent; safe from any exit path)."""
@@ -198,10 +200,8 @@ class ProfilerWindow:
         return timelines[0] if len(timelines) == 1 else _combine(timelines)
 
     def _clock_shift(self, tl: Timeline) -> float | None:
-        """Offset (µs) from the profiler's clock to ours, from matching step markers."""
-        if self.backend == "torch":
-            # Kineto timestamps are already wall-clock microseconds
-            return 0.0
+        """Offset (µs) from the profiler's clock to ours, from matching step markers (Kineto
+        and xprof clocks are not always the wall clock)."""
         diffs = [
             self.step_times[int(i)][0] - float(s)
             for i, s in zip(tl.steps.index, tl.steps.start, strict=True)
