@@ -89,7 +89,6 @@ class DiagnoseCallback(keras.callbacks.Callback):
         self.gpu = gpu
         self.nvml_lib = nvml_lib
         self.profile_dir = profile_dir
-        self.user_model = model
         self.diagnosis: Any = None
         self.lint_findings: list[RecordedFinding] = []
         self.overhead: dict[str, float] = {}

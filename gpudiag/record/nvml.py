@@ -112,10 +112,6 @@ _INIT_FAILURES = {
 }
 
 
-class _FieldFailed(Exception):
-    """Internal: a field read failed with something other than NotSupported."""
-
-
 class NvmlSession:
     """NVML opened once; ``read()`` returns one ``GpuSnapshot`` per GPU (thread-safe).
 
