@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import gc
 import os
 import sys
 import threading
@@ -215,8 +216,8 @@ class DiagnoseCallback(keras.callbacks.Callback):
         return facts
 
     def _replicas(self, model: Any) -> tuple[int, list[str]]:
-        """Replica count and devices: the model's strategy, the strategy in scope, or Keras's
-        distribution; before training, logical devices as a fallback guess."""
+        """Replica count and devices: the model's strategy, the strategy in scope, or, before
+        training with no model given, the multi-replica strategy the program created."""
         candidates = []
         if model is not None:
             candidates.append(lambda: getattr(model, "distribute_strategy", None))
@@ -233,20 +234,16 @@ class DiagnoseCallback(keras.callbacks.Callback):
             except Exception:
                 continue
         if model is None and "tensorflow" in sys.modules:
+            # before fit there may be no model to ask: find the strategy the user created
             with contextlib.suppress(Exception):
                 tf = sys.modules["tensorflow"]
-                gpus = tf.config.list_logical_devices("GPU")
-                cpus = tf.config.list_logical_devices("CPU")
-                logical = gpus if len(gpus) > 1 else cpus if len(cpus) > 1 else []
-                if logical:  # MirroredStrategy() uses them all by default
-                    return len(logical), [d.name for d in logical]
-        try:
-            dist = keras.distribution.distribution()
-            if dist is not None:
-                devices = list(dist.device_mesh.devices.flatten())
-                return len(devices), [str(d) for d in devices]
-        except Exception:
-            pass
+                live = [o for o in gc.get_objects()
+                        if isinstance(o, tf.distribute.Strategy)
+                        and o.num_replicas_in_sync > 1]
+                if live:
+                    strategy = max(live, key=lambda o: o.num_replicas_in_sync)
+                    return (int(strategy.num_replicas_in_sync),
+                            [str(d) for d in strategy.extended.worker_devices])
         return 1, []
 
     @staticmethod

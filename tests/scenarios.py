@@ -175,7 +175,8 @@ def ragged_bn(trace: str) -> dict:
         m = keras.Sequential([keras.Input((16,)), keras.layers.Dense(32),
                               keras.layers.BatchNormalization(), keras.layers.Dense(1)])
         m.compile("adam", "mse")
-    cb = DiagnoseCallback(trace_path=trace, dataset=ds, model=m)
+    # no model=: the callback finds the strategy the program created
+    cb = DiagnoseCallback(trace_path=trace, dataset=ds)
     error = None
     try:
         m.fit(ds, epochs=2, verbose=0, callbacks=[cb])
