@@ -42,6 +42,18 @@ def _now_us() -> float:
     return time.time() * 1e6
 
 
+def visible_gpu_indices() -> list[int] | None:
+    """The GPUs this process may use (CUDA_VISIBLE_DEVICES as integers), for NVML, which
+    ignores the variable; None means all. UUID lists are not mapped: all GPUs are sampled."""
+    value = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if value is None:
+        return None
+    parts = [p.strip() for p in value.split(",") if p.strip()]
+    if not all(p.isdigit() for p in parts):
+        return None
+    return [int(p) for p in parts]
+
+
 def default_trace_path() -> str:
     return os.path.abspath(time.strftime("gpudiag-trace-%Y%m%d-%H%M%S.json"))
 
@@ -177,7 +189,7 @@ class DiagnoseCallback(keras.callbacks.Callback):
         self._samplers = SamplerSet.default(
             self._writer.counter, gpu=self.gpu, gpu_interval=self.sample_interval,
             host_interval=max(self.sample_interval, 0.5), gil_interval=1.0,
-            nvml_lib=self.nvml_lib,
+            nvml_lib=self.nvml_lib, gpu_indices=visible_gpu_indices(),
         )
         if self._samplers.gpu is not None and self._samplers.gpu.available:
             self._writer.update_meta(device_type="GPU", devices=self._samplers.gpu.sources)

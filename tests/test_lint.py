@@ -75,3 +75,16 @@ def test_describe_real_tf_datasets():
 
     gen = tf.data.Dataset.from_generator(lambda: iter(range(3)), output_types=tf.int64)
     assert describe_input(gen).python_source
+
+
+@pytest.mark.parametrize(("value", "expected"), [
+    (None, None), ("0,2", [0, 2]), ("", []), ("GPU-5d3e1c2a-aaaa", None)])
+def test_visible_gpu_indices(monkeypatch, value, expected):
+    pytest.importorskip("keras")
+    from gpudiag.callback import visible_gpu_indices
+
+    if value is None:
+        monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    else:
+        monkeypatch.setenv("CUDA_VISIBLE_DEVICES", value)
+    assert visible_gpu_indices() == expected

@@ -343,6 +343,7 @@ class SamplerSet:
         gil_interval: float = 1.0,
         nvml_lib: Any = None,
         gil_reference: bool = True,
+        gpu_indices: Sequence[int] | None = None,
     ) -> SamplerSet:
         """NVML (if a GPU is visible), psutil and GIL samplers feeding one sink. Setting up
         never raises: whatever fails becomes a "not measured" line in ``status()``."""
