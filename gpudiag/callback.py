@@ -112,7 +112,7 @@ class DiagnoseCallback(keras.callbacks.Callback):
             # TensorFlow can fail before fit calls any callback (an uneven global batch
             # fails while Keras builds the model): check what can be checked now.
             with contextlib.suppress(Exception):
-                self._run_lints(model, *self._replicas(model))
+                self._run_lints(model, self._replicas(model)[0])
 
     def _reset(self) -> None:
         self._writer: TraceWriter | None = None
@@ -173,12 +173,12 @@ class DiagnoseCallback(keras.callbacks.Callback):
     def _begin(self) -> None:
         backend = keras.backend.backend()
         replicas, devices = self._replicas(self.model)
-        facts = self._run_lints(self.model, replicas, devices)
+        facts, params = self._run_lints(self.model, replicas)
         self.trace_path = self.trace_path or default_trace_path()
         meta = Metadata(
             producer="gpudiag", framework=backend, replicas=replicas, devices=list(devices),
             batch_size=facts.batch_size, device_type="", hostname=os.uname().nodename,
-            extra={"cpu_count": os.cpu_count() or 1, "params": self._model_facts(self.model)[0],
+            extra={"cpu_count": os.cpu_count() or 1, "params": params,
                    "keras": keras.__version__, "input": facts.kind},
         )
         self._writer = TraceWriter(self.trace_path, meta)
@@ -213,8 +213,9 @@ class DiagnoseCallback(keras.callbacks.Callback):
             return max(1, steps // 3)
         return DEFAULT_WARMUP_STEPS
 
-    def _run_lints(self, model: Any, replicas: int, devices: list[str]) -> InputFacts:
-        """Lint the input and replicas; print findings not printed before."""
+    def _run_lints(self, model: Any, replicas: int) -> tuple[InputFacts, int | None]:
+        """Lint the input and replicas; print findings not printed before. Returns the input
+        facts and the model's parameter count."""
         facts = describe_input(self.dataset) if self.dataset is not None else InputFacts()
         params, has_bn = self._model_facts(model)
         self.lint_findings = lint(facts, replicas=replicas, params=params, has_batchnorm=has_bn)
@@ -225,37 +226,36 @@ class DiagnoseCallback(keras.callbacks.Callback):
             lines = ["gpudiag: input/replica checks before the first step:"]
             lines += [f"  [{f.severity}] {f.id}: {f.title} — fix: {f.fix}" for f in new]
             self._say("\n".join(lines))
-        return facts
+        return facts, params
 
     def _replicas(self, model: Any) -> tuple[int, list[str]]:
-        """Replica count and devices: the model's strategy, the strategy in scope, or, before
-        training with no model given, the multi-replica strategy the program created."""
-        candidates = []
+        """Replica count and devices: the model's strategy, the strategy in scope, Keras's
+        distribution (JAX), or, before training with no model given, the multi-replica
+        strategy the program created."""
+        tf = sys.modules.get("tensorflow")
+        candidates: list[Any] = []
         if model is not None:
             candidates.append(lambda: getattr(model, "distribute_strategy", None))
-        if "tensorflow" in sys.modules:
-            tf = sys.modules["tensorflow"]
+        if tf is not None:
             candidates.append(lambda: tf.distribute.get_strategy()
                               if tf.distribute.has_strategy() else None)
+        if model is None and tf is not None:
+            # before fit there may be no model to ask: find the strategy the user created
+            candidates.append(lambda: max(
+                (o for o in gc.get_objects()
+                 if isinstance(o, tf.distribute.Strategy) and o.num_replicas_in_sync > 1),
+                key=lambda o: o.num_replicas_in_sync, default=None))
         for get in candidates:
-            try:
+            with contextlib.suppress(Exception):
                 strategy = get()
                 if strategy is not None and strategy.num_replicas_in_sync >= 1:
                     return (int(strategy.num_replicas_in_sync),
                             [str(d) for d in strategy.extended.worker_devices])
-            except Exception:
-                continue
-        if model is None and "tensorflow" in sys.modules:
-            # before fit there may be no model to ask: find the strategy the user created
-            with contextlib.suppress(Exception):
-                tf = sys.modules["tensorflow"]
-                live = [o for o in gc.get_objects()
-                        if isinstance(o, tf.distribute.Strategy)
-                        and o.num_replicas_in_sync > 1]
-                if live:
-                    strategy = max(live, key=lambda o: o.num_replicas_in_sync)
-                    return (int(strategy.num_replicas_in_sync),
-                            [str(d) for d in strategy.extended.worker_devices])
+        with contextlib.suppress(Exception):
+            dist = keras.distribution.distribution()
+            if dist is not None:
+                devices = list(dist.device_mesh.devices.flatten())
+                return len(devices), [str(d) for d in devices]
         return 1, []
 
     @staticmethod

@@ -37,7 +37,6 @@ class Breakdown:
     step_time_us: float  # median profiled step
     devices: list[DeviceShares] = field(default_factory=list)
     per_step: list[dict[str, float]] = field(default_factory=list)  # mean over devices
-    step_index: list[int] = field(default_factory=list)
     step_durations_us: list[float] = field(default_factory=list)
     # per device, per step: (step time - exposed sync); for straggler detection
     work_us: dict[str, list[float]] = field(default_factory=dict)
@@ -118,7 +117,6 @@ def step_breakdown(tl: Timeline) -> Breakdown:
         step_time_us=float(np.median(durations)),
         devices=dev_totals,
         per_step=[dict(zip(CATEGORIES, row.tolist(), strict=True)) for row in mean_rows],
-        step_index=tl.steps.index[idx].tolist(),
         step_durations_us=durations.tolist(),
         work_us=work,
     )
