@@ -1,20 +1,25 @@
 """``gpudiag`` command line: analyze traces, watch GPUs live, run the demo.
 
     gpudiag analyze trace.json [--json] [--fail-on data-starved,sync-bound]
+    gpudiag compare BASE NEW [--json] [--fail-on-regression PCT]
     gpudiag live [--interval 1] [--once] [--follow TRACE]
     gpudiag demo
 
 Exit codes: 0 ok; 2 unreadable or invalid input (one line on stderr, never a traceback);
-3 when ``--fail-on`` matches the verdict. TensorFlow is imported only by ``demo``.
+3 when ``--fail-on`` matches the verdict or NEW is more than ``--fail-on-regression`` percent
+slower. TensorFlow is imported only by ``demo``.
 """
 
 from __future__ import annotations
 
 import argparse
+import glob
 import json
 import os
 import sys
+import time
 from collections.abc import Sequence
+from typing import Any
 
 from gpudiag import __version__
 
@@ -30,6 +35,16 @@ def _verdict_list(text: str) -> list[str]:
             f"unknown verdict {', '.join(bad) or repr(text)}; choose from {', '.join(VERDICTS)}"
         )
     return items
+
+
+def _percent(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a percentage >= 0, got {text!r}")
+    return value
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -49,6 +64,17 @@ def _parser() -> argparse.ArgumentParser:
     a.add_argument("--json", action="store_true", help="print Diagnosis.to_dict() as JSON")
     a.add_argument("--fail-on", type=_verdict_list, default=[], metavar="VERDICT[,VERDICT]",
                    help="exit 3 when the verdict is one of these (for CI gates)")
+    c = sub.add_parser(
+        "compare",
+        help="compare two runs (before/after a change): step time, shares, findings, fixes",
+        description="Compare two runs. Each of BASE and NEW is a trace file, a directory of "
+        "rank files of one run, or a quoted glob of them.",
+    )
+    c.add_argument("base", metavar="BASE", help="the run before the change")
+    c.add_argument("new", metavar="NEW", help="the run after the change")
+    c.add_argument("--json", action="store_true", help="print the comparison as JSON")
+    c.add_argument("--fail-on-regression", type=_percent, default=None, metavar="PCT",
+                   help="exit 3 when NEW's median step is more than PCT%% slower than BASE's")
     lv = sub.add_parser("live", help="terminal monitor of GPUs, host and a running job")
     lv.add_argument("--interval", type=float, default=1.0, metavar="S",
                     help="seconds between frames (default 1)")
@@ -66,39 +92,101 @@ def _fail(message: str) -> int:
     return EXIT_BAD_INPUT
 
 
-def cmd_analyze(args: argparse.Namespace) -> int:
-    from rich.console import Console
+class BadInput(Exception):
+    """One line for stderr naming the file and the problem; exit 2."""
+
+
+def _diagnose_paths(paths: Sequence[str], err: Any, what: str = "") -> Any:
+    """Read the trace files of one run and diagnose them, with progress on stderr (a spinner
+    naming the file, its number and the seconds spent; nothing when stderr is not a terminal)."""
+    from rich.markup import escape
 
     from gpudiag.analyze import diagnose
-    from gpudiag.show.report import render_report
     from gpudiag.trace.errors import TraceError
     from gpudiag.trace.load import load_file
 
-    err = Console(stderr=True)
     timelines = []
     current = "?"
+    t0 = time.monotonic()
     try:
         with err.status("reading traces…", spinner="dots") as status:
-            for path in args.paths:
+            for i, path in enumerate(paths, 1):
                 current = path
-                status.update(f"reading {os.path.basename(path)}…")
+                count = f" {i}/{len(paths)}" if len(paths) > 1 else ""
+                status.update(f"{what}reading{count} {escape(os.path.basename(path))}… "
+                              f"({time.monotonic() - t0:.0f} s)")
                 timelines.extend(load_file(path))
-            status.update("analyzing…")
-            diagnosis = diagnose(timelines)
+            status.update(f"{what}analyzing {len(timelines)} timeline(s)… "
+                          f"({time.monotonic() - t0:.0f} s)")
+            return diagnose(timelines)
     except TraceError as e:
-        return _fail(f"{e.path}: {e.problem}")
+        raise BadInput(f"{e.path}: {e.problem}") from None
     except MemoryError:
-        return _fail(f"{current}: not enough memory to read this trace")
+        raise BadInput(f"{current}: not enough memory to read this trace") from None
     except Exception as e:  # an input we did not foresee must still not show a traceback
         if os.environ.get("GPUDIAG_DEBUG"):
             raise
-        return _fail(f"{current}: could not read ({type(e).__name__}: {e})")
+        raise BadInput(f"{current}: could not read ({type(e).__name__}: {e})") from None
+
+
+def cmd_analyze(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from gpudiag.show.report import render_report
+
+    try:
+        diagnosis = _diagnose_paths(args.paths, Console(stderr=True))
+    except BadInput as e:
+        return _fail(str(e))
     if args.json:
         print(json.dumps(diagnosis.to_dict(), indent=2))
     else:
         out = Console()
         out.print(render_report(diagnosis, width=out.width))
     if diagnosis.verdict in args.fail_on:
+        return EXIT_FAIL_ON
+    return EXIT_OK
+
+
+def _run_files(arg: str) -> list[str]:
+    """The files of one run named on the command line: a file, a directory of rank files,
+    or a glob pattern (quoted, so the shell leaves it to us)."""
+    if os.path.isdir(arg):
+        files = sorted(os.path.join(arg, n) for n in os.listdir(arg)
+                       if not n.startswith(".") and os.path.isfile(os.path.join(arg, n)))
+        if not files:
+            raise BadInput(f"{arg}: directory holds no trace files")
+        return files
+    if not os.path.exists(arg) and glob.has_magic(arg):
+        files = sorted(glob.glob(arg))
+        if not files:
+            raise BadInput(f"{arg}: no file matches this pattern")
+        return files
+    return [arg]
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from gpudiag.analyze.compare import compare
+    from gpudiag.show.compare import render_comparison
+
+    err = Console(stderr=True)
+    try:
+        base = _diagnose_paths(_run_files(args.base), err, "BASE: ")
+        new = _diagnose_paths(_run_files(args.new), err, "NEW: ")
+    except BadInput as e:
+        return _fail(str(e))
+    result = compare(base, new)
+    if args.fail_on_regression is not None and result.step_time_ratio is None:
+        side = args.base if not result.base.median_step_ms else args.new
+        return _fail(f"{side}: no training steps found, so step times cannot be compared")
+    if args.json:
+        print(json.dumps(result.to_dict(), indent=2, allow_nan=False))
+    else:
+        out = Console()
+        out.print(render_comparison(result, args.base, args.new))
+    if args.fail_on_regression is not None and result.regressed(args.fail_on_regression):
         return EXIT_FAIL_ON
     return EXIT_OK
 
@@ -147,6 +235,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "analyze":
             return cmd_analyze(args)
+        if args.command == "compare":
+            return cmd_compare(args)
         if args.command == "live":
             return cmd_live(args)
         return cmd_demo(args)

@@ -1,0 +1,104 @@
+"""Terminal view of ``gpudiag compare``: both verdicts, step times, what moved, which fix.
+
+    Console().print(render_comparison(compare(base, new), "before.json", "after.json"))
+
+Rendering only: every figure comes from the Comparison (the same numbers as ``--json``).
+"""
+
+from __future__ import annotations
+
+from rich.console import Group, RenderableType
+from rich.markup import escape
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from gpudiag.analyze.breakdown import CATEGORIES
+from gpudiag.analyze.compare import Comparison, RunFigures
+from gpudiag.show.report import COLOURS, LABELS, VERDICT_STYLE
+
+STATUS_STYLE = {"applied": "bold green", "not applied": "yellow", "unknown": "bright_black"}
+
+
+def _ms(v: float | None) -> str:
+    return "—" if v is None else f"{v:.1f} ms"
+
+
+def printable(label: str) -> str:
+    """A path from the command line, with control characters made harmless."""
+    return "".join(ch if ch.isprintable() else "\ufffd" for ch in label)
+
+
+def _side(name: str, label: str, r: RunFigures) -> Text:
+    t = Text()
+    t.append(f"{name:<5}", style="bold")
+    t.append(f" {r.verdict.upper()} ", style=VERDICT_STYLE.get(r.verdict, ""))
+    t.append(f"  median step {_ms(r.median_step_ms)}, p90 {_ms(r.p90_step_ms)}, {r.steps} steps\n")
+    t.append(f"      {printable(label)}", style="bright_black")
+    return t
+
+
+def _bar(share: float, width: int = 20) -> str:
+    n = max(0, min(width, round(share * width)))
+    return "█" * n + "·" * (width - n)
+
+
+def render_comparison(c: Comparison, base_label: str, new_label: str) -> RenderableType:
+    parts: list[RenderableType] = [
+        _side("BASE", base_label, c.base),
+        _side("NEW", new_label, c.new),
+        Text(""),
+    ]
+    head = Text()
+    if c.step_time_ratio is not None:
+        faster = c.step_time_ratio < 1.0
+        head.append(
+            f"step time ratio NEW/BASE {c.step_time_ratio:.3f}  ",
+            style="bold green" if faster else ("bold red" if c.step_time_ratio > 1.0 else "bold"),
+        )
+    head.append(c.summary)
+    parts += [head, Text("")]
+    t = Table(
+        title="Share of step time",
+        title_justify="left",
+        title_style="bold",
+        show_edge=False,
+        pad_edge=False,
+    )
+    for col in ("", "BASE", "", "NEW", "", "change"):
+        t.add_column(col, justify="left" if col in ("",) else "right")
+    for cat in CATEGORIES:
+        b, n = c.base.breakdown.get(cat, 0.0), c.new.breakdown.get(cat, 0.0)
+        d = c.share_deltas[cat]
+        t.add_row(
+            Text(LABELS[cat], style=COLOURS[cat]),
+            f"{100 * b:.1f}%",
+            Text(_bar(b), style=COLOURS[cat]),
+            f"{100 * n:.1f}%",
+            Text(_bar(n), style=COLOURS[cat]),
+            Text(f"{100 * d:+.1f} pp", style="green" if abs(d) < 0.005 else "bold"),
+        )
+    parts.append(t)
+    if c.gone or c.appeared:
+        parts.append(Text(""))
+        if c.gone:
+            parts.append(Text("findings gone:     " + ", ".join(c.gone), style="green"))
+        if c.appeared:
+            parts.append(Text("findings appeared: " + ", ".join(c.appeared), style="yellow"))
+    if c.remedies:
+        r = Table(
+            title="Remedies BASE's report suggested",
+            title_justify="left",
+            title_style="bold",
+            show_edge=False,
+            pad_edge=False,
+        )
+        r.add_column("status")
+        r.add_column("remedy")
+        r.add_column("evidence", overflow="fold")
+        for m in c.remedies:
+            r.add_row(Text(m.status, style=STATUS_STYLE[m.status]), Text(m.title), Text(m.note))
+        parts += [Text(""), r]
+    return Panel(
+        Group(*parts), title=escape("gpudiag compare"), title_align="left", border_style="blue"
+    )

@@ -1,0 +1,142 @@
+"""gpudiag compare on real traces with a known step-time change (ResNet-50, PyTorch DataLoader
+num_workers=0 vs 4, same model and GPU)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from gpudiag.analyze import diagnose
+from gpudiag.analyze.compare import compare
+from gpudiag.trace.load import load_file
+from tests.conftest import SAMPLES
+
+W0 = str(SAMPLES / "resnet50_dataloader_workers0.pt.trace.json.gz")
+W4 = str(SAMPLES / "resnet50_dataloader_workers4.pt.trace.json.gz")
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "COLUMNS": "120"}
+    return subprocess.run(
+        [sys.executable, "-m", "gpudiag", "compare", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+
+
+@pytest.fixture(scope="module")
+def pair():
+    return diagnose(load_file(W0)), diagnose(load_file(W4))
+
+
+def test_workers_fix_is_faster_and_named_as_the_change(pair):
+    base, new = pair
+    c = compare(base, new)
+    # medians straight from the traces' ProfilerStep#N spans
+    assert c.base.median_step_ms == pytest.approx(176.273, abs=0.01)
+    assert c.new.median_step_ms == pytest.approx(126.548, abs=0.01)
+    assert c.step_time_ratio == pytest.approx(126.548 / 176.273, abs=1e-3)
+    assert c.base.verdict == "data-starved" and c.new.verdict == "compute-bound"
+    assert c.share_deltas["input"] < -0.30
+    assert "dataloader-in-main-process" in c.gone and "input-wait" in c.gone
+    applied = [r for r in c.remedies if r.status == "applied"]
+    assert [r.finding for r in applied] == ["dataloader-in-main-process"]
+    # the gain BASE's report predicted sits next to the measured one (1.41x vs 1.39x here)
+    assert applied[0].expected_gain == pytest.approx(1 / c.step_time_ratio, rel=0.05)
+    assert not c.regressed(0.0)
+
+
+def test_reverse_direction_is_a_regression(pair):
+    base, new = pair
+    c = compare(new, base)
+    assert c.step_time_ratio == pytest.approx(176.273 / 126.548, abs=1e-3)
+    assert c.regressed(30.0) and not c.regressed(40.0)
+    assert "dataloader-in-main-process" in c.appeared
+
+
+def test_self_compare_ratio_is_exactly_one(pair):
+    c = compare(pair[0], pair[0])
+    assert c.step_time_ratio == 1.0
+    assert all(v == 0 for v in c.share_deltas.values())
+    assert not c.appeared and not c.gone
+    assert all(r.status != "applied" for r in c.remedies)
+
+
+def test_cli_json_and_exit_codes():
+    r = run_cli(W0, W4, "--json", "--fail-on-regression", "5")
+    assert r.returncode == 0, r.stderr
+    d = json.loads(r.stdout)
+    assert d["base"]["verdict"] == "data-starved" and d["new"]["verdict"] == "compute-bound"
+    assert d["base"]["median_step_ms"] == pytest.approx(176.273, abs=0.01)
+    assert d["step_time_ratio"] == pytest.approx(0.718, abs=0.001)
+    assert set(d["share_deltas"]) >= {"input", "transfer", "compute", "sync", "other"}
+    slower = run_cli(W4, W0, "--fail-on-regression", "5")
+    assert slower.returncode == 3, slower.stderr
+    assert "slower" in slower.stdout
+    assert run_cli(W4, W0, "--fail-on-regression", "50").returncode == 0
+    same = run_cli(W0, W0, "--json", "--fail-on-regression", "0")
+    assert same.returncode == 0 and json.loads(same.stdout)["step_time_ratio"] == 1.0
+
+
+def test_cli_terminal_output_names_the_fix():
+    r = run_cli(W0, W4)
+    assert r.returncode == 0, r.stderr
+    assert "0.718" in r.stdout and "1.39× faster" in r.stdout
+    assert "Load data in worker processes" in r.stdout and "applied" in r.stdout
+    assert "33.9%" in r.stdout and "-33.1 pp" in r.stdout  # numbers beside the bars
+
+
+def test_cli_directory_and_glob_name_runs(tmp_path):
+    for name, src in (("a", W0), ("b", W4)):
+        (tmp_path / name).mkdir()
+        shutil.copy(src, tmp_path / name / "rank0.pt.trace.json.gz")
+    r = run_cli(str(tmp_path / "a"), str(tmp_path / "b" / "rank*.json.gz"), "--json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["step_time_ratio"] == pytest.approx(0.718, abs=0.001)
+
+
+@pytest.mark.parametrize(
+    "args, needle",
+    [
+        (("nope.json", W4), "nope.json: no such file"),
+        ((W0, "missing*.json"), "missing*.json: no file matches"),
+        ((W0, W4, "--fail-on-regression", "x"), "percentage"),
+    ],
+)
+def test_cli_bad_input_exits_2_with_one_line(args, needle):
+    r = run_cli(*args)
+    assert r.returncode == 2
+    assert needle in r.stderr and "Traceback" not in r.stderr
+    assert len([ln for ln in r.stderr.splitlines() if ln.strip()]) <= 3  # argparse: usage+line
+
+
+def test_cli_no_steps_with_regression_gate_is_bad_input(tmp_path):
+    empty = tmp_path / "nosteps.json"
+    empty.write_text(
+        json.dumps(
+            {
+                "traceEvents": [
+                    {
+                        "ph": "X",
+                        "name": "volta_sgemm",
+                        "cat": "kernel",
+                        "ts": 0,
+                        "dur": 5,
+                        "pid": 0,
+                        "tid": 7,
+                        "args": {"device": 0, "stream": 7},
+                    }
+                ]
+            }
+        )
+    )
+    r = run_cli(str(empty), W4, "--fail-on-regression", "5")
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    assert "no training steps" in r.stderr and str(empty) in r.stderr
