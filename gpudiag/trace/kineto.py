@@ -14,21 +14,30 @@ from collections.abc import Iterable
 from typing import Any
 
 from gpudiag.trace.chrome import ChromeDoc, loads
+from gpudiag.trace.comm import Comm, classify
 from gpudiag.trace.errors import TraceError
+from gpudiag.trace.facts import RunFacts, host_call_kind
 from gpudiag.trace.source import gzip_errors, open_stream
+from gpudiag.trace.steps_infer import ensure_steps, is_marker
 from gpudiag.trace.timeline import Kind, Metadata, Timeline
 
 KERNEL_CATS = frozenset({"kernel", "Kernel"})
 MEMCPY_CATS = frozenset({"gpu_memcpy", "Memcpy"})
 MEMSET_CATS = frozenset({"gpu_memset", "Memset"})
 DEVICE_CATS = KERNEL_CATS | MEMCPY_CATS | MEMSET_CATS
-COLLECTIVE_RE = re.compile(r"nccl|rccl|all_?reduce|allgather|reduce_?scatter", re.IGNORECASE)
 STEP_RE = re.compile(r"^ProfilerStep#(\d+)$")
 DATALOADER_PREFIX = "enumerate(DataLoader)#"
 
 
 TOP_KEYS = ("deviceProperties", "distributedInfo", "schemaVersion")
 RUNTIME_CATS = frozenset({"cuda_runtime", "Runtime", "cuda_driver"})
+# host-side ops (Kineto >= 1.10 names first, PyTorch 1.8/1.9 names second)
+HOST_CATS = frozenset({"cpu_op", "Operator", "user_annotation", "python_function"})
+# the pre-Kineto autograd profiler (torch < 1.8, or use_kineto=False) writes no categories:
+# host ops under this pid, CUDA-event-timed op ranges under the other with tid = device
+LEGACY_CPU_PID = "CPU functions"
+LEGACY_CUDA_PID = "CUDA functions"
+KINETO_CATS = DEVICE_CATS | RUNTIME_CATS | HOST_CATS
 
 
 def looks_like_kineto(doc: ChromeDoc) -> bool:
@@ -36,7 +45,7 @@ def looks_like_kineto(doc: ChromeDoc) -> bool:
         return True
     for ev in doc.events[:5000]:
         name = ev.get("name")
-        if ev.get("cat") in DEVICE_CATS:
+        if ev.get("cat") in KINETO_CATS or ev.get("pid") in (LEGACY_CPU_PID, LEGACY_CUDA_PID):
             return True
         if isinstance(name, str) and name.startswith("ProfilerStep#"):
             return True
@@ -73,8 +82,7 @@ def stream_kineto(path: str, top: dict[str, Any]) -> list[Timeline]:
 
     with open_stream(path) as f, gzip_errors(path):
         try:
-            return read_kineto_events(ijson.items(f, "traceEvents.item", use_float=True), top,
-                                      path)
+            return read_kineto_events(ijson.items(f, "traceEvents.item", use_float=True), top, path)
         except ijson.IncompleteJSONError as e:
             what = str(e).splitlines()[0] if str(e) else ""
             if "premature EOF" in what or not what:
@@ -88,8 +96,7 @@ def read_kineto(doc: ChromeDoc, path: str) -> list[Timeline]:
     return read_kineto_events(doc.events, doc.top, path)
 
 
-def read_kineto_events(events: Iterable[Any], top: dict[str, Any], path: str
-                       ) -> list[Timeline]:
+def read_kineto_events(events: Iterable[Any], top: dict[str, Any], path: str) -> list[Timeline]:
     tl = Timeline(meta=_metadata(top, path))
     dev: dict[tuple[str, Kind], tuple[list[float], list[float]]] = {}
     kernels: dict[str, int] = {}
@@ -99,28 +106,47 @@ def read_kineto_events(events: Iterable[Any], top: dict[str, Any], path: str
     in_s: list[float] = []
     in_e: list[float] = []
     in_n: list[str] = []
+    host_comm: tuple[list[float], list[float]] = ([], [])
+    markers: dict[str, tuple[list[float], list[float]]] = {}
+    is_marker_name: dict[str, bool] = {}
+    facts = RunFacts()
     launches = 0
-    kernel_kind: dict[str, Kind] = {}  # kernel names repeat: classify each once
+    hip = False
+    kernel_kind: dict[str, tuple[Kind, Comm | None]] = {}  # names repeat: classify each once
     try:
         for ev in events:
             if not isinstance(ev, dict):
                 raise TraceError(path, f"trace event is a {type(ev).__name__}, expected an object")
-            if ev.get("ph") != "X":
-                continue
             cat = ev.get("cat")
+            if ev.get("ph") != "X":
+                if cat == "fwdbwd":  # flow arrows from a forward op to its backward
+                    facts.training_evidence = facts.training_evidence or "fwdbwd flow events"
+                continue
             name = ev.get("name")
             if not isinstance(name, str):
                 continue
+            pid = ev.get("pid")
+            if pid == LEGACY_CUDA_PID:  # pre-Kineto autograd profiler: op ranges per device
+                cat = "Kernel"
             if cat in DEVICE_CATS:
                 ts = float(ev["ts"])
-                end = ts + float(ev.get("dur", 0.0))
+                dur = float(ev.get("dur", 0.0))
                 args = ev.get("args") or {}
-                device = f"GPU {int(args.get('device', ev.get('pid', 0)))}"
+                if pid == LEGACY_CUDA_PID:
+                    device = f"GPU {int(str(ev.get('tid', 0)))}"
+                else:
+                    device = f"GPU {int(args.get('device', pid) or 0)}"
                 if cat in KERNEL_CATS:
-                    kind = kernel_kind.get(name)
-                    if kind is None:
-                        kind = Kind.COLLECTIVE if COLLECTIVE_RE.search(name) else Kind.COMPUTE
-                        kernel_kind[name] = kind
+                    known = kernel_kind.get(name)
+                    if known is None:
+                        comm = classify(name)
+                        known = (Kind.COLLECTIVE if comm else Kind.COMPUTE, comm)
+                        kernel_kind[name] = known
+                    kind, comm = known
+                    if comm is not None:
+                        facts.comm(comm.library, dur)
+                    else:
+                        facts.kernel(name, dur)
                     kernels[device] = kernels.get(device, 0) + 1
                 elif cat in MEMCPY_CATS:
                     kind = memcpy_kind(name)
@@ -130,10 +156,14 @@ def read_kineto_events(events: Iterable[Any], top: dict[str, Any], path: str
                 if lists is None:
                     lists = dev[(device, kind)] = ([], [])
                 lists[0].append(ts)
-                lists[1].append(end)
+                lists[1].append(ts + dur)
             elif cat in RUNTIME_CATS:
                 if "Launch" in name:
                     launches += 1
+                hip = hip or name.startswith("hip")
+                if host_call_kind(name) is not None:
+                    ts = float(ev["ts"])
+                    facts.runtime(tl, name, ts, ts + float(ev.get("dur", 0.0)))
             elif name.startswith("ProfilerStep#"):
                 if cat == "gpu_user_annotation":
                     continue  # the device-side mirror of the CPU annotation
@@ -143,11 +173,25 @@ def read_kineto_events(events: Iterable[Any], top: dict[str, Any], path: str
                     step_idx.append(int(m.group(1)))
                     step_s.append(ts)
                     step_e.append(ts + float(ev.get("dur", 0.0)))
-            elif name.startswith(DATALOADER_PREFIX):
-                ts = float(ev["ts"])
-                in_s.append(ts)
-                in_e.append(ts + float(ev.get("dur", 0.0)))
-                in_n.append(name)
+            elif cat in HOST_CATS or pid == LEGACY_CPU_PID:
+                facts.host_op(name)
+                mark = is_marker_name.get(name)
+                if mark is None:
+                    mark = is_marker_name[name] = is_marker(name)
+                if mark:
+                    ts = float(ev["ts"])
+                    lists = markers.setdefault(name, ([], []))
+                    lists[0].append(ts)
+                    lists[1].append(ts + float(ev.get("dur", 0.0)))
+                if name.startswith(DATALOADER_PREFIX):
+                    ts = float(ev["ts"])
+                    in_s.append(ts)
+                    in_e.append(ts + float(ev.get("dur", 0.0)))
+                    in_n.append(name)
+                elif name.startswith("gloo:"):  # a blocking host collective holds the step
+                    ts = float(ev["ts"])
+                    host_comm[0].append(ts)
+                    host_comm[1].append(ts + float(ev.get("dur", 0.0)))
     except (KeyError, TypeError, ValueError) as e:
         raise TraceError(path, f"malformed Kineto event ({type(e).__name__}: {e})") from None
     if step_idx:
@@ -155,8 +199,13 @@ def read_kineto_events(events: Iterable[Any], top: dict[str, Any], path: str
     for device in sorted({d for d, _ in dev}, key=_device_order):
         for kind in Kind:
             if (device, kind) in dev:
-                s, e = dev[(device, kind)]
-                tl.add_activity(device, kind, s, e)
+                tl.add_activity(device, kind, *dev[(device, kind)])
+    if host_comm[0]:
+        facts.comm("gloo", sum(hi - lo for lo, hi in zip(*host_comm, strict=True)))
+        for device in list(tl.devices):
+            tl.add_activity(device, Kind.COLLECTIVE, *host_comm)
+    for name, (m_s, m_e) in markers.items():
+        tl.add_marker(name, m_s, m_e)
     tl.kernel_counts.update(kernels)
     if in_s:
         tl.add_input_wait(in_s, in_e, in_n)
@@ -165,17 +214,23 @@ def read_kineto_events(events: Iterable[Any], top: dict[str, Any], path: str
     elif any("_MultiProcessingDataLoaderIter" in n for n in in_n):
         tl.pipeline["dataloader_workers"] = "several"
     tl.meta.extra["kernel_launches"] = launches
+    if hip and "NCCL" in facts.comm_us:  # RCCL keeps NCCL's kernel names
+        facts.comm_us["RCCL"] = facts.comm_us.pop("NCCL") + facts.comm_us.get("RCCL", 0.0)
+    if hip and not tl.meta.device_type:
+        tl.meta.device_type = "ROCm GPU"
+    facts.apply(tl)
     if not dev:
         tl.meta.limitations.append(
             "no GPU events in this trace (CPU-only run, or the profiler did not record CUDA "
             "activity): device time cannot be measured"
         )
-    if not step_idx:
-        tl.meta.limitations.append(
-            "no ProfilerStep#N markers: use torch.profiler.profile(schedule=...) with "
-            "prof.step() so steps are recorded"
-        )
-    return [tl.freeze()]
+    tl.freeze()
+    ensure_steps(
+        tl,
+        advice="record with torch.profiler.profile(schedule=...) and call "
+        "prof.step() each iteration for exact steps",
+    )
+    return [tl]
 
 
 def _device_order(name: str) -> tuple[int, str]:

@@ -37,7 +37,9 @@ def load_file(path: str) -> list[Timeline]:
             raise TraceError(path, "gzip holds binary data that is not a trace")
         return read_xplane(path)
     if kind == "text":
-        raise TraceError(path, "not a trace: text that is neither JSON nor an XSpace protobuf")
+        from gpudiag.trace.xplane import text_problem
+
+        raise TraceError(path, text_problem(raw))
     doc = parse_chrome(raw, path)
     if looks_like_tf(doc):
         return read_tf_trace(doc, path)

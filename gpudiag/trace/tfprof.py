@@ -19,18 +19,30 @@ from typing import Any
 import numpy as np
 
 from gpudiag.trace.chrome import ChromeDoc
+from gpudiag.trace.comm import async_phase, classify
 from gpudiag.trace.errors import TraceError
+from gpudiag.trace.facts import RunFacts
+from gpudiag.trace.steps_infer import ensure_steps, is_marker
 from gpudiag.trace.timeline import Intervals, Kind, Metadata, Timeline, union_of
 
 DEVICE_RE = re.compile(r"^/device:(GPU|TPU|CPU):(\d+)")
 STREAM_KIND_RE = re.compile(r"\((Compute|MemcpyH2D|MemcpyD2H|MemcpyD2D|Memset|MemcpyP2P)\)")
 DERIVED_LINES = frozenset(
-    {"Steps", "TensorFlow Name Scope", "TensorFlow Ops", "XLA Ops", "XLA Modules",
-     "Launch Stats", "Framework Name Scope", "Framework Ops", "Source code",
-     "Async XLA Ops", "SparseCore", "XLA TraceMe"}
+    {
+        "Steps",
+        "TensorFlow Name Scope",
+        "TensorFlow Ops",
+        "XLA Ops",
+        "XLA Modules",
+        "Launch Stats",
+        "Framework Name Scope",
+        "Framework Ops",
+        "Source code",
+        "Async XLA Ops",
+        "SparseCore",
+        "XLA TraceMe",
+    }
 )
-COLLECTIVE_RE = re.compile(r"nccl|rccl|Collective(Reduce|Gather|Bcast|AllToAll)|all-reduce|"
-                           r"all-gather|reduce-scatter|NcclAllReduce", re.IGNORECASE)
 INPUT_WAIT_NAMES = (
     "IteratorGetNextOp::DoCompute",
     "IteratorGetNextAsOptionalOp::DoCompute",
@@ -39,6 +51,14 @@ INPUT_WAIT_NAMES = (
 REPLICA_RE = re.compile(r"(?:^|/)replica_(\d+)/")
 STEP_MARKER_RE = re.compile(r"^train (\d+)$")
 STEP_FUNCTIONS = ("multi_step_on_iterator", "one_step_on_iterator", "train_function")
+MODULE_ID_RE = re.compile(r"\(\d+\)$")  # "jit_train_step(12)" -> "jit_train_step"
+JAX_MODULE_PREFIXES = ("jit_", "pjit_", "pmap_", "xmap_", "shard_map")
+STEP_ADVICE_TF = (
+    "wrap each step in tf.profiler.experimental.Trace('train', step_num=i, _r=1) for exact steps"
+)
+STEP_ADVICE_JAX = (
+    "wrap each step in jax.profiler.StepTraceAnnotation('train', step_num=i) for exact steps"
+)
 
 
 def looks_like_tf(doc: ChromeDoc) -> bool:
@@ -52,7 +72,7 @@ def _device_name(proc: str) -> str | None:
 
 
 def _stream_kind(thread: str, event: str) -> Kind | None:
-    if COLLECTIVE_RE.search(event):
+    if classify(event) is not None:
         return Kind.COLLECTIVE
     m = STREAM_KIND_RE.search(thread)
     tag = m.group(1) if m else ""
@@ -80,6 +100,10 @@ def read_tf_trace(doc: ChromeDoc, path: str, producer: str = "tf-trace-viewer") 
     in_e: list[float] = []
     in_n: list[str] = []
     pipeline: dict[str, Any] = {}
+    markers: dict[str, tuple[list[float], list[float]]] = {}
+    xla_ops: dict[str, list[tuple[str, float, float, Any]]] = {}  # device -> "XLA Ops" line
+    facts = RunFacts()
+    jax_seen = keras_seen = False
     try:
         for ev in doc.events:
             if ev.get("ph") != "X":
@@ -97,6 +121,16 @@ def read_tf_trace(doc: ChromeDoc, path: str, producer: str = "tf-trace-viewer") 
                     idx = int(name) if name.isdigit() else len(device_steps.get(device, []))
                     device_steps.setdefault(device, []).append((idx, ts, end))
                     continue
+                if thread == "XLA Modules":  # one execution of a compiled program
+                    module = MODULE_ID_RE.sub("", name)
+                    jax_seen = jax_seen or module.startswith(JAX_MODULE_PREFIXES)
+                    mark = markers.setdefault(f"xla-module:{module}", ([], []))
+                    mark[0].append(ts)
+                    mark[1].append(end)
+                    continue
+                if thread == "XLA Ops":  # the op timeline of devices without streams (TPU)
+                    xla_ops.setdefault(device, []).append((name, ts, end, ev.get("args")))
+                    continue
                 if thread in DERIVED_LINES:
                     continue
                 kind = _stream_kind(thread, name)
@@ -107,11 +141,18 @@ def read_tf_trace(doc: ChromeDoc, path: str, producer: str = "tf-trace-viewer") 
                     lists = dev[(device, kind)] = ([], [])
                 lists[0].append(ts)
                 lists[1].append(end)
+                _device_facts(facts, kind, name, end - ts, ev.get("args"))
                 if kind is Kind.COMPUTE:
                     kernels[device] = kernels.get(device, 0) + 1
                 continue
             if pid not in host_pids:
                 continue
+            facts.host_op(name)
+            if is_marker(name):
+                mark = markers.setdefault(name, ([], []))
+                mark[0].append(ts)
+                mark[1].append(end)
+                jax_seen = jax_seen or name.startswith("PjitFunction(")
             if name in INPUT_WAIT_NAMES or name.startswith("MultiDeviceIteratorGetNextFromShard"):
                 in_s.append(ts)
                 in_e.append(end)
@@ -137,10 +178,11 @@ def read_tf_trace(doc: ChromeDoc, path: str, producer: str = "tf-trace-viewer") 
                     cpu_shards[1].append(end)
             elif name == "$builtins next" or (name.startswith("$") and "data_adapter" in name):
                 # JAX / torch backends: Keras pulls each batch in Python (python tracer)
+                keras_seen = keras_seen or "data_adapter" in name
                 in_s.append(ts)
                 in_e.append(end)
                 in_n.append(name.lstrip("$"))
-            elif thread.startswith("collective_ops") and COLLECTIVE_RE.search(name):
+            elif thread.startswith("collective_ops") and classify(name) is not None:
                 cpu_coll[0].append(ts)
                 cpu_coll[1].append(end)
             if thread.startswith("tf_data") or name.startswith("Iterator::"):
@@ -148,8 +190,17 @@ def read_tf_trace(doc: ChromeDoc, path: str, producer: str = "tf-trace-viewer") 
     except (KeyError, TypeError, ValueError) as e:
         raise TraceError(path, f"malformed trace event ({type(e).__name__}: {e})") from None
 
+    if jax_seen:
+        meta.framework = "jax"
+    if keras_seen:
+        meta.extra["api"] = "keras"
     base = Timeline(meta=meta)
     base.pipeline.update(pipeline)
+    for name, (m_s, m_e) in markers.items():
+        base.add_marker(name, m_s, m_e)
+    for device, line in xla_ops.items():
+        if not any(d == device for d, _ in dev):
+            kernels[device] = _add_xla_ops(dev, facts, device, line)
     if in_s:
         base.add_input_wait(in_s, in_e, in_n)
     if not dev and (cpu_ops or cpu_shards[0]):
@@ -157,22 +208,75 @@ def read_tf_trace(doc: ChromeDoc, path: str, producer: str = "tf-trace-viewer") 
         cpu_ops.setdefault(0, ([], []))
         _add_cpu_replicas(base, cpu_ops, cpu_shards, cpu_coll)
     else:
-        meta.device_type = "GPU" if dev else ""
-        for (device, kind), (s, e) in sorted(dev.items(), key=lambda kv: _order(kv[0][0])):
-            base.add_activity(device, kind, s, e)
+        meta.device_type = ", ".join(sorted({d.partition(" ")[0] for d, _ in dev}))
+        for (device, kind), (d_s, d_e) in sorted(dev.items(), key=lambda kv: _order(kv[0][0])):
+            base.add_activity(device, kind, d_s, d_e)
         base.kernel_counts.update(kernels)
 
+    facts.apply(base)
     steps = marker_steps or [(i, s, e) for i, (s, e) in enumerate(sorted(func_steps))]
     if steps or not device_steps:
         if steps:
             base.add_steps(*zip(*steps, strict=True))
-        else:
-            meta.limitations.append(
-                "no step markers in this profile (wrap each step in "
-                "tf.profiler.experimental.Trace('train', step_num=i, _r=1))"
-            )
-        return [base.freeze()]
+        base.freeze()
+        ensure_steps(base, advice=STEP_ADVICE_JAX if meta.framework == "jax" else STEP_ADVICE_TF)
+        return [base]
     return _split_by_device(base, device_steps)
+
+
+def _device_facts(facts: RunFacts, kind: Kind, name: str, dur: float, args: Any) -> None:
+    """Precision, communication library and training evidence of one device event."""
+    if kind is Kind.COLLECTIVE:
+        comm = classify(name)
+        facts.comm(comm.library if comm else "other", dur)
+    elif kind is Kind.COMPUTE:
+        facts.kernel(name, dur)
+    _scope_facts(facts, args)
+
+
+def _scope_facts(facts: RunFacts, args: Any) -> None:
+    """Training evidence in an op's scope (gradient_tape/..., transpose(jvp(...)))."""
+    if isinstance(args, dict) and not facts.training_evidence:
+        scope = args.get("tf_op") or args.get("long_name") or args.get("kernel_name")
+        if isinstance(scope, str):
+            facts.scope(scope)
+
+
+def _add_xla_ops(
+    dev: dict[tuple[str, Kind], tuple[list[float], list[float]]],
+    facts: RunFacts,
+    device: str,
+    ops: list[tuple[str, float, float, Any]],
+) -> int:
+    """A device with no stream lines (TPU): its XLA op line is its activity. An async
+    collective runs from its ``*-start`` to its ``*-done``; both halves pair up in order."""
+    pending: dict[tuple[str, str], list[tuple[float, float]]] = {}  # (library, op) -> halves
+    ops_count = 0
+    for name, ts, end, args in sorted(ops, key=lambda o: o[1]):
+        _scope_facts(facts, args)
+        comm = classify(name)
+        kind = Kind.COLLECTIVE if comm else Kind.COMPUTE
+        phase = async_phase(name) if comm else None
+        if comm is not None and phase == "start":
+            pending.setdefault((comm.library, comm.op), []).append((ts, end))
+            continue
+        if comm is not None and phase == "done" and pending.get((comm.library, comm.op)):
+            ts = pending[(comm.library, comm.op)].pop(0)[0]
+        lists = dev.setdefault((device, kind), ([], []))
+        lists[0].append(ts)
+        lists[1].append(end)
+        if comm is not None:
+            facts.comm(comm.library, end - ts)
+        else:
+            facts.kernel(name, end - ts)
+            ops_count += 1
+    for (library, _op), starts in pending.items():  # issued, never awaited in the profile
+        for ts, end in starts:
+            lists = dev.setdefault((device, Kind.COLLECTIVE), ([], []))
+            lists[0].append(ts)
+            lists[1].append(end)
+            facts.comm(library, end - ts)
+    return ops_count
 
 
 def _add_cpu_replicas(
@@ -196,12 +300,17 @@ def _add_cpu_replicas(
         if coll[0]:
             tl.add_activity("CPU", Kind.COLLECTIVE, *coll)
         tl.meta.limitations.append(
-            "CPU-only profile: device time is the busy time of the framework's op threads")
+            "CPU-only profile: device time is the busy time of the framework's op threads"
+        )
         return
     names = [f"CPU replica {r}" for r in range(replicas)]
-    merged = {r: union_of(np.asarray(ops.get(r, ([], []))[0], dtype=float),
-                          np.asarray(ops.get(r, ([], []))[1], dtype=float))
-              for r in range(replicas)}
+    merged = {
+        r: union_of(
+            np.asarray(ops.get(r, ([], []))[0], dtype=float),
+            np.asarray(ops.get(r, ([], []))[1], dtype=float),
+        )
+        for r in range(replicas)
+    }
     busy_until = [-np.inf] * replicas
     assigned: list[tuple[list[float], list[float]]] = [([], []) for _ in range(replicas)]
     for s, e in sorted(zip(*coll, strict=True)):
@@ -223,17 +332,26 @@ def _add_cpu_replicas(
             tl.add_activity(name, Kind.COLLECTIVE, *assigned[r])
     tl.meta.limitations.append(
         f"CPU-only profile with {replicas} replicas on shared cores: each replica's device "
-        "time is the busy time of its own ops")
+        "time is the busy time of its own ops"
+    )
 
 
-def _split_by_device(base: Timeline, device_steps: dict[str, list[tuple[int, float, float]]]
-                     ) -> list[Timeline]:
+def _split_by_device(
+    base: Timeline, device_steps: dict[str, list[tuple[int, float, float]]]
+) -> list[Timeline]:
     """Devices with their own step line (multi-worker xplanes) become one Timeline each."""
     out = []
     for device in sorted(device_steps, key=_order):
-        tl = Timeline(meta=Metadata(**{**base.meta.__dict__, "devices": [],
-                                       "limitations": list(base.meta.limitations),
-                                       "extra": {"worker_device": device}}))
+        tl = Timeline(
+            meta=Metadata(
+                **{
+                    **base.meta.__dict__,
+                    "devices": [],
+                    "limitations": list(base.meta.limitations),
+                    "extra": {**base.meta.extra, "worker_device": device},
+                }
+            )
+        )
         for (d, kind), iv in base.activity.items():
             if d == device:
                 tl.add_activity(d, kind, iv.starts, iv.ends)

@@ -254,6 +254,11 @@ class Timeline:
     findings: list[RecordedFinding] = field(default_factory=list)
     # number of device kernels seen (for kernel-launch-bound), per device
     kernel_counts: dict[str, int] = field(default_factory=dict)
+    # host events that may mark iterations when the producer wrote no step markers
+    # (DataLoader fetch, optimizer step, ...): name -> intervals; see trace/steps_infer.py
+    markers: dict[str, Intervals] = field(default_factory=dict)
+    # blocking host API calls (cudaFree, hipFree, cudaStreamSynchronize, ...): name -> intervals
+    host_calls: dict[str, Intervals] = field(default_factory=dict)
 
     # ---- building (readers) -------------------------------------------------------------
     def add_steps(
@@ -295,6 +300,18 @@ class Timeline:
         self.input_wait.extend(starts, ends)
         for n, s, e in zip(names, starts, ends, strict=False):
             self.input_wait_names[n] = self.input_wait_names.get(n, 0.0) + (e - s)
+
+    def add_marker(self, name: str, starts: Sequence[float], ends: Sequence[float]) -> None:
+        if name in self.markers:
+            self.markers[name].extend(starts, ends)
+        else:
+            self.markers[name] = Intervals(starts, ends)
+
+    def add_host_call(self, name: str, starts: Sequence[float], ends: Sequence[float]) -> None:
+        if name in self.host_calls:
+            self.host_calls[name].extend(starts, ends)
+        else:
+            self.host_calls[name] = Intervals(starts, ends)
 
     def add_counter(self, name: str, source: str, ts: Iterable[float], values: Iterable[float],
                     unit: str | None = None) -> None:

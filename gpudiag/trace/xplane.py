@@ -47,13 +47,32 @@ def xprof_tool(path: str, tool: str) -> Any:
         said_parse = any("parse" in ln.lower() for ln in said)
         why = "xprof: cannot parse as binary proto" if said_parse else ""
         raise TraceError(
-            path, "not a profiler trace: xprof could not decode it as an XSpace protobuf"
-            + (f" ({why})" if why else "")
+            path,
+            "not a profiler trace: xprof could not decode it as an XSpace protobuf"
+            + (f" ({why})" if why else ""),
         )
     try:
         return loads(data)
     except (json.JSONDecodeError, UnicodeDecodeError):
         raise TraceError(path, f"xprof {tool} output is not JSON") from None
+
+
+REPLACEMENT_CHAR = "\ufffd".encode()
+MANGLED_MIN = 8  # replacement characters: a stray one is text, a protobuf has hundreds
+
+
+def text_problem(raw: bytes) -> str:
+    """Why a file that decodes as text is not a trace, naming the usual accident: a binary
+    ``.xplane.pb`` read and written back through a text decoder (bytes that were not UTF-8
+    became U+FFFD, and protobuf field tags became control characters)."""
+    head = raw[: 1 << 16]
+    controls = sum(head.count(bytes([c])) for c in (0, 1, 2, 3, 8, 0x12, 0x1A))
+    if head.count(REPLACEMENT_CHAR) >= MANGLED_MIN or controls > len(head) // 50:
+        return (
+            "a binary protobuf (.xplane.pb) mangled by a text decoder (bytes replaced by "
+            "U+FFFD or control characters): copy the original file in binary mode"
+        )
+    return "not a trace: text that is neither JSON nor an XSpace protobuf"
 
 
 def read_xplane(path: str) -> list[Timeline]:

@@ -1,0 +1,99 @@
+"""Which device events are communication: one table for every reader.
+
+Collective and point-to-point libraries name their kernels and ops differently (NCCL/RCCL
+kernels, DeepEP expert-parallel all-to-all, NVSHMEM, multimem all-reduce, XLA HLO
+collectives, TensorFlow collective ops, ...). ``classify`` walks ``COMM_TABLE`` top to bottom
+and returns the first row whose pattern matches, so specific rows come before generic ones.
+Names repeat by the thousand in a trace: callers cache the answer per name.
+
+    classify("void dpsk::ep::internode::combine<false, 8>(...)")
+    # Comm(library='DeepEP', op='combine')
+    classify("all-reduce-start.3")   # Comm(library='XLA', op='all-reduce')
+    classify("volta_sgemm_128x64_nn")  # None
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+
+@dataclass(frozen=True)
+class Comm:
+    library: str
+    op: str
+
+
+@dataclass(frozen=True)
+class CommRow:
+    """``op`` is a fixed label, or None to take the pattern's first group as the op."""
+
+    pattern: re.Pattern[str]
+    library: str
+    op: str | None
+
+
+def _row(pattern: str, library: str, op: str | None = None, flags: int = 0) -> CommRow:
+    return CommRow(re.compile(pattern, flags), library, op)
+
+
+_I = re.IGNORECASE
+
+# Ordered: the first match wins. Sources of the names: NCCL/RCCL device kernels
+# (ncclKernel_*/ncclDevKernel_*), DeepEP csrc/kernels (deep_ep::{intranode,internode,
+# internode_ll}::dispatch/combine/notify_dispatch/cached_notify; DeepSeek's own traces spell
+# the namespace dpsk::ep, and dpsk::ep::cuda::get_dispatch_layout is a local layout kernel,
+# not communication), AMD MoRI (EpDispatch*/EpCombine* kernels), XLA HLO opcodes as xprof
+# names them (all-reduce.3, all-gather-start.1, collective-permute-done, send.2, ...), JAX
+# primitive names in op scopes (psum, all_gather, ppermute), TensorFlow collective ops.
+COMM_TABLE: tuple[CommRow, ...] = (
+    _row(r"(?<![\w:])(?:dpsk::ep|deep_ep)::(?:internode_ll|internode|intranode)::(\w+)", "DeepEP"),
+    _row(r"\bEp(Dispatch|Combine)\w*Kernel", "MoRI"),
+    _row(r"multimem", "multimem (NVLS)", "all-reduce", _I),
+    _row(r"nvshmem", "NVSHMEM", "one-sided", _I),
+    _row(r"msccl", "MSCCL", "collective", _I),
+    _row(r"rccl", "RCCL", "collective", _I),
+    _row(r"nccl(?:Dev)?Kernel_([A-Za-z]+)", "NCCL"),
+    _row(r"nccl", "NCCL", "collective", _I),
+    _row(r"userbuffers", "Transformer Engine userbuffers", "collective", _I),
+    _row(
+        r"cross_device_reduce|(?:one|two)_shot_all_reduce|custom_?all_?reduce",
+        "custom all-reduce",
+        "all-reduce",
+        _I,
+    ),
+    _row(r"gloo", "gloo", "collective", _I),
+    _row(
+        r"^%?(all-reduce|all-gather|reduce-scatter|ragged-all-to-all|all-to-all|"
+        r"collective-permute|collective-broadcast|send|recv)(?:-start|-done)?(?:[.\d]*)$",
+        "XLA",
+    ),
+    _row(
+        r"(?<=/)(psum|pmean|pmax|pmin|all_gather|psum_scatter|ppermute|all_to_all)(?![\w])", "XLA"
+    ),
+    _row(r"^(Collective(?:Reduce|Gather|Bcast|AllToAll|Permute)\w*)", "TensorFlow"),
+    _row(r"Horovod(\w+)", "Horovod"),
+    _row(r"(all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|alltoall)", "other", None, _I),
+)
+
+# Async XLA collectives: the *-start op issues the transfer, the *-done op waits for it.
+ASYNC_RE = re.compile(r"-(start|done)(?:[.\d]*)$")
+
+
+@lru_cache(maxsize=65536)
+def classify(name: str) -> Comm | None:
+    """The library and operation a device event name belongs to, or None if it computes."""
+    for row in COMM_TABLE:
+        m = row.pattern.search(name)
+        if m is None:
+            continue
+        op = row.op if row.op is not None else (m.group(1) if m.groups() else "collective")
+        return Comm(row.library, op)
+    return None
+
+
+def async_phase(name: str) -> str | None:
+    """ "start" / "done" for an async XLA collective half, else None."""
+    m = ASYNC_RE.search(name)
+    return m.group(1) if m else None

@@ -1,0 +1,147 @@
+"""Facts about a foreign run read off its event names: precision, Tensor Cores, training or
+inference, blocking host API calls, communication libraries. One accumulator for every reader.
+
+Advice must not offer what the run already does (mixed precision on a bf16/FP8 run), nor
+training remedies for an inference trace. These facts come from names alone: kernel names
+carry their data type (``..._bf16_...``, ``e4m3``, ``CUDAFunctor_add<c10::Half>``) and whether
+they run on Tensor Cores (``sm90_xmma``, ``hmma``, ``wgmma``, CUTLASS ``tensorop``).
+
+    facts = RunFacts()
+    facts.kernel(name, dur_us)          # for every device kernel
+    facts.host_op(name)                 # for every host (CPU) op
+    facts.runtime(tl, name, ts, end)    # for every CUDA/HIP runtime call
+    facts.apply(tl)                     # -> tl.meta.extra["precision"], ["workload"], ...
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from gpudiag.trace.timeline import Timeline
+
+# kernel-name evidence of a data type; first match wins per kernel
+PRECISION_TABLE: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("fp8", re.compile(r"fp8|e4m3|e5m2|f8f6f4|float8|Float8", re.IGNORECASE)),
+    ("bf16", re.compile(r"bf16|bfloat16|BFloat16", re.IGNORECASE)),
+    ("fp16", re.compile(r"(?<![bt])f16|fp16|half|Half|h884|h1688|h16816|hmma")),
+    ("int8", re.compile(r"int8|imma|i8i8|s8s8", re.IGNORECASE)),
+    # cuBLAS/CUTLASS "s1688"/"s16816" GEMMs are float32 data on TF32 Tensor Cores (Ampere+)
+    ("tf32", re.compile(r"tf32|s1688|s16816", re.IGNORECASE)),
+)
+TENSOR_CORE_RE = re.compile(
+    r"xmma|hmma|imma|wgmma|gmma|tensorop|h884|h1688|h16816|s1688|s16816|i8816|"
+    r"_tc_|tensor_core|cutlass.*sm(?:75|8\d|9\d|1\d\d)|flash|fmha|e4m3|e5m2",
+    re.IGNORECASE,
+)
+# a data type is "in use" when its kernels take at least this share of device kernel time:
+# AMP keeps many float32 element-wise kernels, so its half-precision GEMMs are a minority
+# of kernels but still well above 5% of the time; a stray cast kernel is not
+PRECISION_MIN_SHARE = 0.05
+
+TRAINING_RE = re.compile(
+    r"Backward|backward|autograd::engine|Optimizer\.|gradient_tape/|gradients/|Grad\b|"
+    r"BackpropFilter|BackpropInput|ResourceApply|transpose\(jvp|optax|AccumulateGrad"
+)
+# host ops seen before a trace without backward/optimizer events is called inference
+INFERENCE_MIN_HOST_OPS = 50
+
+# blocking host API calls: allocator (device memory handed back to / taken from the driver,
+# which synchronises the device) and explicit synchronisation
+HOST_CALL_TABLE: tuple[tuple[str, re.Pattern[str]], ...] = (
+    (
+        "allocator",
+        re.compile(
+            r"^(?:cuda|hip)(?:Free|Malloc|MallocManaged|FreeHost|HostAlloc|"
+            r"MallocHost|HostMalloc|HostFree|FreeAsync|MallocAsync|"
+            r"ExtMallocWithFlags)$|^cuMem(?:Free|Alloc)(?:_v2)?$"
+        ),
+    ),
+    (
+        "sync",
+        re.compile(
+            r"^(?:cuda|hip)(?:StreamSynchronize|DeviceSynchronize|"
+            r"EventSynchronize|Memcpy|MemcpyWithStream|Memcpy2D|MemcpyDtoH|"
+            r"MemcpyHtoD)$|^cu(?:StreamSynchronize|CtxSynchronize|MemcpyDtoH_v2)$"
+        ),
+    ),
+)
+
+
+def host_call_kind(name: str) -> str | None:
+    for kind, pattern in HOST_CALL_TABLE:
+        if pattern.match(name):
+            return kind
+    return None
+
+
+def kernel_precision(name: str) -> str | None:
+    for label, pattern in PRECISION_TABLE:
+        if pattern.search(name):
+            return label
+    return None
+
+
+@dataclass
+class RunFacts:
+    kernel_us: float = 0.0
+    precision_us: dict[str, float] = field(default_factory=dict)
+    tensor_core_us: float = 0.0
+    host_ops: int = 0
+    training_evidence: str = ""
+    comm_us: dict[str, float] = field(default_factory=dict)
+    _kernel_cache: dict[str, tuple[str | None, bool]] = field(default_factory=dict)
+    _host_cache: dict[str, bool] = field(default_factory=dict)
+
+    def kernel(self, name: str, dur_us: float) -> None:
+        cached = self._kernel_cache.get(name)
+        if cached is None:
+            cached = (kernel_precision(name), TENSOR_CORE_RE.search(name) is not None)
+            if len(self._kernel_cache) < 100_000:
+                self._kernel_cache[name] = cached
+        self.kernel_us += dur_us
+        if cached[0]:
+            self.precision_us[cached[0]] = self.precision_us.get(cached[0], 0.0) + dur_us
+        if cached[1]:
+            self.tensor_core_us += dur_us
+
+    def comm(self, library: str, dur_us: float) -> None:
+        self.comm_us[library] = self.comm_us.get(library, 0.0) + dur_us
+
+    def host_op(self, name: str) -> None:
+        self.host_ops += 1
+        if self.training_evidence:
+            return
+        hit = self._host_cache.get(name)
+        if hit is None:
+            hit = TRAINING_RE.search(name) is not None
+            if len(self._host_cache) < 100_000:
+                self._host_cache[name] = hit
+        if hit:
+            self.training_evidence = name[:80]
+
+    def scope(self, text: str) -> None:
+        """An op scope / long name (TF, JAX): gradient scopes mean training."""
+        if not self.training_evidence and TRAINING_RE.search(text):
+            self.training_evidence = text[:80]
+
+    def runtime(self, tl: Timeline, name: str, ts: float, end: float) -> None:
+        if host_call_kind(name) is not None:
+            tl.add_host_call(name, [ts], [end])
+
+    def apply(self, tl: Timeline) -> None:
+        extra = tl.meta.extra
+        if self.kernel_us > 0:
+            shares = {k: v / self.kernel_us for k, v in self.precision_us.items()}
+            extra["precision_share"] = {k: round(v, 3) for k, v in sorted(shares.items())}
+            extra["precision"] = sorted(k for k, v in shares.items() if v >= PRECISION_MIN_SHARE)
+            extra["tensor_core_share"] = round(self.tensor_core_us / self.kernel_us, 3)
+        if self.training_evidence:
+            extra["workload"] = "training"
+            extra["training_evidence"] = self.training_evidence
+        elif self.host_ops >= INFERENCE_MIN_HOST_OPS:
+            extra["workload"] = "inference"
+        if self.comm_us:
+            extra["communication_us"] = {
+                k: round(v, 1) for k, v in sorted(self.comm_us.items(), key=lambda kv: -kv[1])
+            }

@@ -1,0 +1,159 @@
+"""Training iterations from a trace that has no step markers. Pure: Timeline in, steps out.
+
+Legacy ``torch.autograd.profiler`` traces, Kineto traces recorded without ``schedule=`` and
+many TF/JAX profiles carry no ``ProfilerStep#N`` or step line, yet the training loop leaves a
+host event that repeats once per iteration: the DataLoader fetch, ``Optimizer.zero_grad``,
+``Optimizer.step``, a top-level forward/backward annotation, the jitted train step. Readers
+keep every host event matching ``MARKER_TABLE`` in ``Timeline.markers``; ``ensure_steps``
+picks the coarsest marker that repeats (the one seen fewest times, at least
+``MIN_OCCURRENCES``: finer ones repeat several times per iteration), cuts the run at its
+starts (start to start = one full iteration), drops leading warm-up iterations and says how
+steps were found in a limitation line. With no repeating marker, the profiled window (first to
+last device event) is analysed as one step, and that too is said.
+
+    tl = read_something(...)          # tl.steps empty, tl.markers filled
+    ensure_steps(tl)                  # tl.steps filled, tl.meta.limitations explains how
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from gpudiag.trace.timeline import Timeline
+
+
+@dataclass(frozen=True)
+class MarkerRow:
+    pattern: re.Pattern[str]
+    what: str  # plain words for the limitation line
+
+
+def _m(pattern: str, what: str) -> MarkerRow:
+    return MarkerRow(re.compile(pattern), what)
+
+
+# Earlier rows win ties (same number of occurrences). Names as PyTorch's profiler records
+# them (torch/utils/data/dataloader.py, torch/optim/optimizer.py record_function labels),
+# TensorFlow's tf.function names, JAX's jitted-call TraceMe and XLA module names.
+MARKER_TABLE: tuple[MarkerRow, ...] = (
+    _m(r"^enumerate\(DataLoader\)#.*__next__$", "DataLoader batch fetch"),
+    _m(r"^Optimizer\.zero_grad#", "optimizer zero_grad"),
+    _m(r"^Optimizer\.step#", "optimizer step"),
+    _m(
+        r"^(?:forward|backward|Forward|Backward|train_step|training_step|train_batch)$",
+        "top-level forward/backward annotation",
+    ),
+    _m(
+        r"^__inference_(?:train_function|multi_step_on_iterator|one_step_on_iterator|"
+        r"one_step_on_data|train_step)_\d+$",
+        "TensorFlow train function",
+    ),
+    _m(r"^SessionRun$", "TensorFlow session run"),
+    _m(r"^PjitFunction\(.+\)$", "JAX jitted call"),
+    _m(r"^xla-module:", "XLA module execution"),
+    _m(r"^nn\.Module: \w+", "top-level nn.Module forward"),
+)
+_ANY_MARKER = re.compile("|".join(f"(?:{r.pattern.pattern})" for r in MARKER_TABLE))
+
+MIN_OCCURRENCES = 3  # two full iterations at least: one may be warm-up
+# A leading iteration more than twice the steady median is warm-up (CUDA context, cuDNN
+# autotuning, DataLoader worker start, XLA compilation: typically 10-30x a steady step).
+WARMUP_FACTOR = 2.0
+MAX_NAME = 80
+
+
+def is_marker(name: str) -> bool:
+    """Whether a host event name may mark iterations (readers keep only these)."""
+    return _ANY_MARKER.match(name) is not None
+
+
+def _row_of(name: str) -> int:
+    return next(i for i, r in enumerate(MARKER_TABLE) if r.pattern.match(name))
+
+
+@dataclass
+class Inferred:
+    starts: np.ndarray
+    ends: np.ndarray
+    method: str  # "marker" | "window"
+    marker: str = ""
+    warmup_dropped: int = 0
+    warmup_ratio: float = 0.0
+    note: str = ""
+
+
+def _occurrences(tl: Timeline, name: str) -> np.ndarray:
+    """Starts of the outermost occurrences (a nested repeat of the same name is one)."""
+    return tl.markers[name].merged().starts
+
+
+def choose_marker(tl: Timeline) -> str | None:
+    counts = {n: _occurrences(tl, n).size for n in tl.markers if is_marker(n)}
+    usable = [n for n, c in counts.items() if c >= MIN_OCCURRENCES]
+    if not usable:
+        return None
+    return min(usable, key=lambda n: (counts[n], _row_of(n), n))
+
+
+def drop_warmup(periods: np.ndarray) -> tuple[int, float]:
+    """Leading periods longer than WARMUP_FACTOR x the median of the rest (keep >= 2)."""
+    k = 0
+    ratio = 0.0
+    while k < periods.size - 2:
+        rest = float(np.median(periods[k + 1 :]))
+        if rest <= 0 or periods[k] <= WARMUP_FACTOR * rest:
+            break
+        ratio = max(ratio, float(periods[k]) / rest)
+        k += 1
+    return k, ratio
+
+
+def infer_steps(tl: Timeline) -> Inferred | None:
+    """Iterations from the best repeating marker, else the profiled window; None if neither."""
+    name = choose_marker(tl)
+    if name is not None:
+        starts = _occurrences(tl, name)
+        periods = np.diff(starts)
+        k, ratio = drop_warmup(periods)
+        what = MARKER_TABLE[_row_of(name)].what
+        shown = name if len(name) <= MAX_NAME else name[: MAX_NAME - 1] + "…"
+        note = (
+            f"no step markers: {periods.size} iterations inferred from the repeating "
+            f"{what} '{shown}' (start to start)"
+        )
+        if k:
+            note += f"; {k} warm-up iteration(s) dropped ({ratio:.0f}x the steady median)"
+        return Inferred(starts[k:-1], starts[k + 1 :], "marker", name, k, ratio, note)
+    spans = [iv.span() for iv in tl.activity.values() if len(iv)]
+    if not spans:
+        return None
+    lo = min(s[0] for s in spans if s)
+    hi = max(s[1] for s in spans if s)
+    if hi <= lo:
+        return None
+    note = (
+        f"no step markers and no repeating iteration marker: the profiled window "
+        f"({(hi - lo) / 1000.0:.1f} ms, first to last device event) is analysed as one "
+        "step"
+    )
+    return Inferred(np.array([lo]), np.array([hi]), "window", note=note)
+
+
+def ensure_steps(tl: Timeline, advice: str = "") -> Timeline:
+    """Give a Timeline without steps inferred ones, and say how in its limitations."""
+    if len(tl.steps):
+        tl.meta.extra.setdefault("steps_method", "markers")
+        return tl
+    inferred = infer_steps(tl)
+    if inferred is None:
+        return tl
+    tl.add_steps(range(inferred.starts.size), inferred.starts, inferred.ends)
+    tl.meta.extra["steps_method"] = inferred.method
+    if inferred.marker:
+        tl.meta.extra["steps_marker"] = inferred.marker
+        tl.meta.extra["warmup_dropped"] = inferred.warmup_dropped
+    tl.meta.limitations.append(inferred.note + (f" ({advice})" if advice else ""))
+    return tl.freeze()
