@@ -71,6 +71,9 @@ class DiagnoseCallback(keras.callbacks.Callback):
         profile_steps: how many steps the window covers.
         sample_interval: seconds between host/GPU samples.
         quiet: do not print lints and the report (``cb.diagnosis`` is still set).
+        report: print the report at the end; by default it follows ``fit(verbose=...)``
+            (``verbose=0``: no report; lints still print, they warn of failures).
+        html: also write the report as a self-contained HTML page to this path.
         gpu: sample GPUs through NVML (when a driver is present).
         profile_dir: keep the raw profiler output there (open it in TensorBoard / xprof).
         model: the model, if you want the lints to know its replicas and layers even when
@@ -90,6 +93,8 @@ class DiagnoseCallback(keras.callbacks.Callback):
         nvml_lib: Any = None,
         profile_dir: str | None = None,
         model: Any = None,
+        report: bool | None = None,
+        html: str | None = None,
     ) -> None:
         super().__init__()
         self.trace_path = trace_path
@@ -102,6 +107,8 @@ class DiagnoseCallback(keras.callbacks.Callback):
         self.gpu = gpu
         self.nvml_lib = nvml_lib
         self.profile_dir = profile_dir
+        self.report = report
+        self.html = html
         self.diagnosis: Any = None
         self.lint_findings: list[RecordedFinding] = []
         self.overhead: dict[str, float] = {}
@@ -125,6 +132,7 @@ class DiagnoseCallback(keras.callbacks.Callback):
         self._begin_us = 0.0
         self._fit_frame: Any = None
         self._train_thread = 0
+        self._tensorboard: list[tuple[str, int | None]] = []
 
     # ---- keras hooks ---------------------------------------------------------------------
     def on_train_begin(self, logs: dict[str, Any] | None = None) -> None:
@@ -206,6 +214,16 @@ class DiagnoseCallback(keras.callbacks.Callback):
             self._writer.update_meta(limitations=limitations)
         self._writer.flush()
         self._start_watchdog()
+        self._tensorboard = self._find_tensorboard()
+
+    def _find_tensorboard(self) -> list[tuple[str, int | None]]:
+        """Log dirs of a Keras TensorBoard callback in the same fit, each with the steps per
+        epoch when it logs per epoch (our scalars then use its epoch axis)."""
+        from gpudiag.show.tensorboard import tensorboard_targets
+
+        callbacks = getattr(self._fit_frame, "f_locals", {}).get("callbacks")
+        steps = (self.params or {}).get("steps")
+        return tensorboard_targets(callbacks, steps if isinstance(steps, int) else None)
 
     def _auto_start(self) -> int:
         steps = (self.params or {}).get("steps")
@@ -377,6 +395,7 @@ class DiagnoseCallback(keras.callbacks.Callback):
                         "training stopped early (exception or interrupt): partial run"])
                 self._writer.close()
                 self.diagnosis = self._diagnose()
+                self._share()
                 self.overhead["end_s"] = time.perf_counter() - t0
                 if abnormal:
                     self._say(f"gpudiag: training stopped early; partial trace at "
@@ -394,8 +413,29 @@ class DiagnoseCallback(keras.callbacks.Callback):
 
         return diagnose(load_file(str(self.trace_path)))
 
+    def _share(self) -> None:
+        """The HTML page and the TensorBoard scalars, each failing on its own."""
+        if self.diagnosis is None:
+            return
+        if self.html:
+            from gpudiag.show.html import write_html
+
+            problem = write_html(self.diagnosis, self.html)
+            if problem:
+                self._say(f"gpudiag: {self.html}: {problem}")
+        for log_dir, steps_per_epoch in self._tensorboard:
+            try:
+                from gpudiag.show.tensorboard import write_summaries
+
+                write_summaries(log_dir, self.diagnosis, steps_per_epoch)
+            except Exception as e:
+                self._say(f"gpudiag: no TensorBoard summaries in {log_dir} "
+                          f"({type(e).__name__}: {e})")
+
     def _report(self) -> None:
-        if self.quiet or self.diagnosis is None:
+        verbose = (self.params or {}).get("verbose", 1)
+        wanted = self.report if self.report is not None else verbose != 0
+        if self.quiet or self.diagnosis is None or not wanted:
             return
         from rich.console import Console
 
@@ -404,7 +444,10 @@ class DiagnoseCallback(keras.callbacks.Callback):
         console = Console()
         console.print(render_report(self.diagnosis, width=console.width))
         console.print(f"trace: {self.trace_path}  (gpudiag analyze {self.trace_path})",
-                      style="bright_black", highlight=False)
+                      style="bright_black", highlight=False, markup=False)
+        if self.html:
+            console.print(f"HTML report: {self.html}", style="bright_black", highlight=False,
+                          markup=False)
 
 
 def _atexit_finish(ref: weakref.ReferenceType[DiagnoseCallback]) -> None:

@@ -64,6 +64,8 @@ def _parser() -> argparse.ArgumentParser:
     a.add_argument("--json", action="store_true", help="print Diagnosis.to_dict() as JSON")
     a.add_argument("--fail-on", type=_verdict_list, default=[], metavar="VERDICT[,VERDICT]",
                    help="exit 3 when the verdict is one of these (for CI gates)")
+    a.add_argument("--html", metavar="OUT.html", default=None,
+                   help="also write a self-contained HTML report (no network fetches)")
     c = sub.add_parser(
         "compare",
         help="compare two runs (before/after a change): step time, shares, findings, fixes",
@@ -131,18 +133,27 @@ def _diagnose_paths(paths: Sequence[str], err: Any, what: str = "") -> Any:
 
 def cmd_analyze(args: argparse.Namespace) -> int:
     from rich.console import Console
+    from rich.markup import escape
 
+    from gpudiag.show.html import write_html
     from gpudiag.show.report import render_report
 
     try:
         diagnosis = _diagnose_paths(args.paths, Console(stderr=True))
     except BadInput as e:
         return _fail(str(e))
+    if args.html:
+        problem = write_html(diagnosis, args.html)
+        if problem:
+            return _fail(f"{args.html}: {problem}")
     if args.json:
         print(json.dumps(diagnosis.to_dict(), indent=2))
     else:
         out = Console()
         out.print(render_report(diagnosis, width=out.width))
+        if args.html:
+            out.print(f"HTML report: {escape(args.html)}", style="bright_black",
+                      highlight=False)
     if diagnosis.verdict in args.fail_on:
         return EXIT_FAIL_ON
     return EXIT_OK

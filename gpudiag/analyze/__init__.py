@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from gpudiag.analyze.activity import activity_strips
 from gpudiag.analyze.advice import Context, suggest
 from gpudiag.analyze.breakdown import Breakdown, merge_breakdowns, step_breakdown
 from gpudiag.analyze.diagnosis import DeviceSummary, Diagnosis, Finding, RankSummary
@@ -123,6 +124,7 @@ def diagnose(timelines: list[Timeline], cpu_count: int | None = None) -> Diagnos
         verdict, round(confidence, 3), why, shares, findings,
         suggest(findings, shares, verdict, _context(timelines, cpu_count)),
         ranks, devices, steps, first.per_step[:200], limitations, sources, producer,
+        activity_strips(timelines, labels, [b.per_step for b in parts]),
     )
 
 

@@ -152,9 +152,12 @@ def _summary(c: Comparison) -> str:
         speed = f"NEW is {pct:.1f}% slower (median step ×{c.step_time_ratio:.2f})"
     applied = [r for r in c.remedies if r.status == "applied"]
     if applied:
-        what = "; the remedy BASE suggested was applied: " + ", ".join(
-            f"{r.title} ({r.finding} gone)" for r in applied
+        what = (
+            "; the remedy BASE suggested was applied: "
+            if len(applied) == 1
+            else "; remedies BASE suggested were applied (the speed-up is theirs together): "
         )
+        what += ", ".join(f"{r.title} ({r.finding} gone)" for r in applied)
     elif c.remedies and any(r.status == "not applied" for r in c.remedies):
         what = "; none of the remedies BASE suggested shows as applied (their findings remain)"
     else:

@@ -91,6 +91,8 @@ class Diagnosis:
     limitations: list[str] = field(default_factory=list)
     sources: list[str] = field(default_factory=list)
     producer: str = ""
+    # per rank: profiled windows binned for drawing (analyze/activity.py)
+    activity: list[dict[str, Any]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if self.verdict not in VERDICTS:
@@ -119,4 +121,11 @@ class Diagnosis:
             "limitations": self.limitations,
             "sources": self.sources,
             "producer": self.producer,
+            "activity": self.activity,
         }
+
+    def _repr_html_(self) -> str:
+        """Jupyter shows the same page as ``gpudiag analyze --html``."""
+        from gpudiag.show.html import render_html
+
+        return render_html(self, fragment=True)

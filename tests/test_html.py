@@ -1,0 +1,142 @@
+"""The HTML report in a real headless Chromium: it renders, raises no JavaScript error, fetches
+nothing, shows the verdict, every rank, and no input string can inject markup or script."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gpudiag.analyze import diagnose
+from gpudiag.analyze.diagnosis import Diagnosis, Finding, RankSummary, Suggestion
+from gpudiag.show.html import render_html
+from tests.conftest import SAMPLES
+from tests.synth import periodic
+
+W0 = str(SAMPLES / "resnet50_dataloader_workers0.pt.trace.json.gz")
+
+# Injected before the page's own code: records JavaScript errors and what the page fetched.
+HARNESS = """<script>
+window.addEventListener('error', function (ev) {
+  document.documentElement.setAttribute('data-js-error', String(ev.message));
+});
+window.addEventListener('load', function () {
+  document.documentElement.setAttribute(
+    'data-resources', String(performance.getEntriesByType('resource').length));
+});
+</script>"""
+
+
+def chromium() -> str:
+    exe = shutil.which("chromium") or shutil.which("chromium-browser")
+    if exe is None:
+        reason = "Debian's chromium is not installed (apt-get install -y chromium; .ci/run does)"
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(reason)
+        pytest.skip(reason)
+    return exe
+
+
+def render_in_chromium(page: str, tmp_path: Path) -> str:
+    """The DOM after load, as headless Chromium built it."""
+    exe = chromium()
+    path = tmp_path / "page.html"
+    path.write_text(page.replace("<head>", "<head>" + HARNESS, 1), encoding="utf-8")
+    r = subprocess.run(
+        [
+            exe,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--virtual-time-budget=3000",
+            f"--user-data-dir={tmp_path / 'profile'}",
+            "--dump-dom",
+            path.as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "<html" in r.stdout, r.stderr[-2000:]
+    return r.stdout
+
+
+def root_attrs(dom: str) -> str:
+    return re.search(r"<html[^>]*>", dom).group(0)
+
+
+def test_report_of_real_trace_renders_in_chromium(tmp_path):
+    out = tmp_path / "report.html"
+    r = subprocess.run(
+        [sys.executable, "-m", "gpudiag", "analyze", W0, "--html", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert r.returncode == 0, r.stderr
+    page = out.read_text(encoding="utf-8")
+    # self-contained: no external reference of any kind
+    assert not re.search(r"(src|href)\s*=|@import|url\(", page)
+    dom = render_in_chromium(page, tmp_path)
+    head = root_attrs(dom)
+    assert "data-js-error" not in head, head
+    assert 'data-resources="0"' in head, head  # nothing fetched
+    assert 'data-rendered="ok"' in dom  # the page's own script ran to its end
+    verdict = re.search(r'id="verdict"[^>]*>([^<]+)<', dom)
+    assert verdict and verdict.group(1) == "DATA-STARVED"
+    assert "the device waits for input 34% of step time" in dom
+    assert dom.count('class="strip"') == 1 and "step 5" in dom  # the profiled window
+    for fid in ("input-wait", "dataloader-in-main-process", "gpu-idle-gaps"):
+        assert fid in dom
+    assert "≤1.41×" in dom and "69.1 ms" in dom  # gains and evidence carry units
+
+
+NASTY = "<img src=x onerror=\"document.documentElement.setAttribute('data-pwned','1')\">"
+
+
+def test_nothing_from_the_input_is_injected(tmp_path):
+    tl = periodic(steps=4, input_frac=0.3, device=f"GPU {NASTY}")
+    tl.meta.source = f"/runs/{NASTY}</script><script>document.title='pwned'</script>"
+    d = diagnose([tl])
+    d.findings.append(
+        Finding(
+            f"x{NASTY}", "high", f"title {NASTY}", {f"key{NASTY}_ms": NASTY, "names": {NASTY: 3.0}}
+        )
+    )
+    d.suggestions.append(Suggestion(NASTY, NASTY, 1.5, NASTY, NASTY))
+    d.limitations.append(NASTY)
+    dom = render_in_chromium(render_html(d), tmp_path)
+    head = root_attrs(dom)
+    assert "data-pwned" not in head and "data-js-error" not in head, head
+    assert "<img" not in dom
+    assert "pwned" not in re.search(r"<title>([^<]*)</title>", dom).group(1)
+    assert 'data-rendered="ok"' in dom
+
+
+def test_every_rank_is_shown():
+    tls = [periodic(steps=6, input_frac=0.1 + 0.01 * r, rank=r) for r in range(40)]
+    page = render_html(diagnose(tls))
+    for r in range(40):
+        assert f"<td>rank {r}</td>" in page
+    assert "Breakdown per rank (40)" in page
+
+
+def test_repr_html_is_a_fragment_with_the_verdict():
+    d = Diagnosis(
+        "sync-bound",
+        0.7,
+        "exposed sync 30%",
+        {"input": 0.0, "transfer": 0.0, "compute": 0.6, "sync": 0.3, "other": 0.1},
+        ranks=[RankSummary("run", "sync-bound", {}, 0, 0.0)],
+    )
+    frag = d._repr_html_()
+    assert frag.startswith('<div class="gpudiag-report">') and "<html" not in frag
+    assert "SYNC-BOUND" in frag
