@@ -92,7 +92,8 @@ def run_demo(quick: bool = False, out_dir: str | None = None) -> int:
         import keras  # noqa: F401
         import tensorflow  # noqa: F401
     except ImportError:
-        print("gpudiag: the demo trains a Keras model: pip install 'gpudiag[tf]'",
+        print("gpudiag: the demo trains a Keras model: install TensorFlow and Keras 3 "
+              "(on a machine without them: pip install 'gpudiag[cpu]')",
               file=sys.stderr)
         return 2
     global SAMPLES

@@ -159,7 +159,7 @@ def test_demo_without_tensorflow_says_how_to_install(tmp_path):
             "from gpudiag.cli import main; raise SystemExit(main(['demo']))")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert r.returncode == 2
-    assert "pip install 'gpudiag[tf]'" in r.stderr
+    assert "pip install 'gpudiag[cpu]'" in r.stderr
 
 
 def test_xprof_binary_cache_file_is_not_a_trace(tmp_path):

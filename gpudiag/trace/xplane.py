@@ -21,7 +21,7 @@ from gpudiag.trace.quiet import quiet_stderr
 from gpudiag.trace.tfprof import read_tf_trace
 from gpudiag.trace.timeline import Timeline
 
-INSTALL_HINT = "reading .xplane.pb needs xprof: pip install 'gpudiag[tf]' (or pip install xprof)"
+INSTALL_HINT = "reading .xplane.pb needs xprof: pip install 'gpudiag[xplane]'"
 
 
 def xprof_tool(path: str, tool: str) -> Any:
