@@ -57,11 +57,20 @@ def test_inference_uses_the_coarsest_repeating_marker():
 
 def test_no_marker_means_the_window_is_one_step_and_says_so():
     tl = Timeline()
-    tl.add_activity("GPU 0", Kind.COMPUTE, [10, 500], [400, 900])
+    tl.add_activity(
+        "GPU 0", Kind.COMPUTE, [10 + 500 * k for k in range(10)], [400 + 500 * k for k in range(10)]
+    )
     ensure_steps(tl)
-    assert (tl.steps.start.tolist(), tl.steps.end.tolist()) == ([10.0], [900.0])
+    assert (tl.steps.start.tolist(), tl.steps.end.tolist()) == ([10.0], [4900.0])
     assert tl.meta.extra["steps_method"] == "window"
     assert "analysed as one step" in tl.meta.limitations[0]
+
+
+def test_a_few_kernels_are_no_window():
+    tl = Timeline()
+    tl.add_activity("GPU 0", Kind.COMPUTE, [0, 5000], [10, 5010])
+    ensure_steps(tl)
+    assert len(tl.steps) == 0
 
 
 def test_pre_kineto_autograd_profiler_array(tmp_path):

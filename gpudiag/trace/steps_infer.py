@@ -63,6 +63,10 @@ MIN_OCCURRENCES = 3  # two full iterations at least: one may be warm-up
 # autotuning, DataLoader worker start, XLA compilation: typically 10-30x a steady step).
 WARMUP_FACTOR = 2.0
 MAX_NAME = 80
+# The window fallback needs a profile of real work: one training iteration launches tens of
+# kernels at least, and a window under 1 ms is a sample too small to attribute.
+WINDOW_MIN_EVENTS = 10
+WINDOW_MIN_US = 1000.0
 
 
 def is_marker(name: str) -> bool:
@@ -128,11 +132,11 @@ def infer_steps(tl: Timeline) -> Inferred | None:
             note += f"; {k} warm-up iteration(s) dropped ({ratio:.0f}x the steady median)"
         return Inferred(starts[k:-1], starts[k + 1 :], "marker", name, k, ratio, note)
     spans = [iv.span() for iv in tl.activity.values() if len(iv)]
-    if not spans:
+    if not spans or sum(len(iv) for iv in tl.activity.values()) < WINDOW_MIN_EVENTS:
         return None
     lo = min(s[0] for s in spans if s)
     hi = max(s[1] for s in spans if s)
-    if hi <= lo:
+    if hi - lo < WINDOW_MIN_US:
         return None
     note = (
         f"no step markers and no repeating iteration marker: the profiled window "
