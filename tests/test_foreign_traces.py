@@ -229,3 +229,49 @@ def test_xplane_through_a_text_decoder_exits_2_with_one_line(tmp_path):
     mangled = tmp_path / "run.xplane.pb"
     mangled.write_text(raw.decode("utf-8", errors="replace"), encoding="utf-8")
     assert_bad(str(mangled), "mangled by a text decoder", "binary mode")
+
+
+# ---- real traces ---------------------------------------------------------------------------
+def test_rocm_sample_trace_facts():
+    from tests.conftest import SAMPLES
+
+    tl = load_file(str(SAMPLES / "mi250_rocm_minitoy.json.gz"))[0]
+    assert "AMD" in tl.meta.device_type
+    assert {"hipMemcpyWithStream", "hipDeviceSynchronize"} <= set(tl.host_calls)
+    assert tl.meta.extra["workload"] == "training"
+    assert tl.meta.extra["steps_method"] == "markers"
+
+
+def test_resnet_without_profiler_steps_infers_the_same_iterations(tmp_path, shared_trace):
+    import gzip
+    import json
+
+    path = shared_trace("kineto/resnet50_dataloader_workers0.pt.trace.json.gz")
+    with_steps = diagnose(load_file(path))
+    with gzip.open(path) as f:
+        doc = json.load(f)
+    doc["traceEvents"] = [
+        e for e in doc["traceEvents"] if not str(e.get("name", "")).startswith("ProfilerStep#")
+    ]
+    tls = _load(doc, tmp_path, "nosteps.json.gz")
+    assert tls[0].meta.extra["steps_marker"].startswith("enumerate(DataLoader)#")
+    d = diagnose(tls)
+    assert d.verdict == with_steps.verdict == "data-starved"
+    assert d.steps["analyzed"] == 5  # 6 fetches -> 5 full iterations, none a warm-up
+    assert d.breakdown["input"] == pytest.approx(with_steps.breakdown["input"], abs=0.06)
+
+
+@pytest.mark.parametrize(
+    ("rel", "library"),
+    [("kineto/a100_overlapped_comm.json.gz", "NCCL"), ("kineto/cpu_only_rank34.json.gz", "gloo")],
+)
+def test_real_traces_name_their_communication_library(rel, library, shared_trace):
+    tl = load_file(shared_trace(rel))[0]
+    assert library in tl.meta.extra["communication_us"]
+
+
+def test_real_fp32_trace_has_no_reduced_precision(shared_trace):
+    tl = load_file(shared_trace("kineto/resnet50_dataloader_workers4.pt.trace.json.gz"))[0]
+    assert tl.meta.extra["precision"] == []
+    tl = load_file(shared_trace("kineto/a100_nccl_sparse.json.gz"))[0]
+    assert tl.meta.extra["precision"] == ["tf32"]  # cutlass s1688 GEMMs, cuDNN tf32 convs
