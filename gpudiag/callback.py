@@ -30,8 +30,9 @@ import keras
 
 from gpudiag.record.lint import InputFacts, describe_input, lint
 from gpudiag.record.profiler import ProfilerWindow
+from gpudiag.record.ranks import CallTimer, RankInfo, default_trace_template, discover
 from gpudiag.record.samplers import SamplerSet
-from gpudiag.record.writer import TraceWriter
+from gpudiag.record.writer import TraceWriter, claim_path
 from gpudiag.trace.timeline import Metadata, RecordedFinding
 
 DEFAULT_WARMUP_STEPS = 5
@@ -54,25 +55,26 @@ def visible_gpu_indices() -> list[int] | None:
     return [int(p) for p in parts]
 
 
-def default_trace_path() -> str:
-    return os.path.abspath(time.strftime("gpudiag-trace-%Y%m%d-%H%M%S.json"))
-
-
 class DiagnoseCallback(keras.callbacks.Callback):
     """Record a Keras run and print a diagnosis when it ends.
 
     Args:
-        trace_path: where the streamed trace goes (default ``./gpudiag-trace-<time>.json``).
+        trace_path: where the streamed trace goes (default ``./gpudiag-trace-<time>.json``,
+            one per rank on multi-worker runs); ``{rank}`` is replaced by the worker's rank.
+            Resolved when each run starts; an existing file is never overwritten (``-2``...).
         dataset: the input you pass to ``fit`` (tf.data.Dataset, PyDataset, generator);
             enables static pipeline lints before the first step.
-        profile: record a short profiler window (exact input/compute/sync split).
+        profile: record a short profiler window (exact input/compute/sync split). Default:
+            on, except under TensorFlow multi-worker strategies (docs/multi-worker.md).
         profile_start: first step of the window (default: after 5 warm-up steps, or a third
             of a short epoch).
         profile_steps: how many steps the window covers.
         sample_interval: seconds between host/GPU samples.
         quiet: do not print lints and the report (``cb.diagnosis`` is still set).
         report: print the report at the end; by default it follows ``fit(verbose=...)``
-            (``verbose=0``: no report; lints still print, they warn of failures).
+            (``verbose=0``: no report; lints still print, they warn of failures). On
+            multi-worker runs only rank 0 prints it by default; the others say where their
+            trace is (``report=True`` makes every rank print its own).
         html: also write the report as a self-contained HTML page to this path.
         gpu: sample GPUs through NVML (when a driver is present).
         profile_dir: keep the raw profiler output there (open it in TensorBoard / xprof).
@@ -84,7 +86,7 @@ class DiagnoseCallback(keras.callbacks.Callback):
         self,
         trace_path: str | None = None,
         dataset: Any = None,
-        profile: bool = True,
+        profile: bool | None = None,
         profile_start: int | None = None,
         profile_steps: int = DEFAULT_PROFILE_STEPS,
         sample_interval: float = 0.5,
@@ -98,6 +100,8 @@ class DiagnoseCallback(keras.callbacks.Callback):
     ) -> None:
         super().__init__()
         self.trace_path = trace_path
+        self._path_template = trace_path
+        self.rank_info = RankInfo()
         self.dataset = dataset
         self.profile = profile
         self.profile_start = profile_start
@@ -133,6 +137,8 @@ class DiagnoseCallback(keras.callbacks.Callback):
         self._fit_frame: Any = None
         self._train_thread = 0
         self._tensorboard: list[tuple[str, int | None]] = []
+        self._calls: CallTimer | None = None
+        self._warned_disk = False
 
     # ---- keras hooks ---------------------------------------------------------------------
     def on_train_begin(self, logs: dict[str, Any] | None = None) -> None:
@@ -166,7 +172,8 @@ class DiagnoseCallback(keras.callbacks.Callback):
         w = self._window
         in_window = w is not None and (w.active or step in w.step_times) and (
             w.first_step <= step <= w.last_step)
-        self._writer.step(step, self._begin_us, end, profiled=in_window)
+        call = self._calls.take() if self._calls is not None else None
+        self._writer.step(step, self._begin_us, end, profiled=in_window, call=call)
         if w is not None and w.active:
             w.on_step_end(step, self._begin_us, end)
             if w.done:
@@ -182,14 +189,19 @@ class DiagnoseCallback(keras.callbacks.Callback):
         backend = keras.backend.backend()
         replicas, devices = self._replicas(self.model)
         facts, params = self._run_lints(self.model, replicas)
-        self.trace_path = self.trace_path or default_trace_path()
+        info = self.rank_info = discover(self.model, backend)
+        self.trace_path = self._claim_trace_path(info)
+        extra: dict[str, Any] = {"cpu_count": os.cpu_count() or 1, "params": params,
+                                 "keras": keras.__version__, "input": facts.kind}
+        if info.multi_worker:
+            extra.update(cluster=info.cluster, rank_source=info.source)
         meta = Metadata(
             producer="gpudiag", framework=backend, replicas=replicas, devices=list(devices),
-            batch_size=facts.batch_size, device_type="", hostname=os.uname().nodename,
-            extra={"cpu_count": os.cpu_count() or 1, "params": params,
-                   "keras": keras.__version__, "input": facts.kind},
+            batch_size=facts.batch_size, device_type="", hostname=info.host,
+            rank=info.rank, world_size=info.world_size, run_id=info.run_id, extra=extra,
         )
-        self._writer = TraceWriter(self.trace_path, meta)
+        self._writer = TraceWriter(self.trace_path, meta, on_error=self._disk_problem)
+        self._calls = CallTimer(self.model)
         for f in self.lint_findings:
             self._writer.finding(f)
         if facts.kind != "unknown":
@@ -203,11 +215,18 @@ class DiagnoseCallback(keras.callbacks.Callback):
             self._writer.update_meta(device_type="GPU", devices=self._samplers.gpu.sources)
         self._samplers.start_all()
         limitations = self._samplers.limitations()
-        if self.profile:
+        profile = self.profile
+        if profile is None and info.multi_worker and backend == "tensorflow":
+            profile = False
+            limitations.append(
+                "profiler window off under a TensorFlow multi-worker strategy (TF's profiler "
+                "stop crashed about 1 in 12 such jobs): per-rank step and wait times come from "
+                "the callback's timing; pass profile=True to force the window")
+        if profile is None or profile:
             start = self.profile_start if self.profile_start is not None else self._auto_start()
             self._window = ProfilerWindow(backend, first_step=start, steps=self.profile_steps,
                                           keep_dir=self.profile_dir)
-        else:
+        elif self.profile is False:
             limitations.append("profiler window off (profile=False): no per-step input/"
                                "compute/sync split, host signals only")
         if limitations:
@@ -224,6 +243,21 @@ class DiagnoseCallback(keras.callbacks.Callback):
         callbacks = getattr(self._fit_frame, "f_locals", {}).get("callbacks")
         steps = (self.params or {}).get("steps")
         return tensorboard_targets(callbacks, steps if isinstance(steps, int) else None)
+
+    def _claim_trace_path(self, info: RankInfo) -> str:
+        """This run's own file, resolved now (cwd, rank); never one a previous run wrote."""
+        template = self._path_template or default_trace_template(
+            info, time.strftime("%Y%m%d-%H%M%S"))
+        try:
+            return claim_path(template, info.rank)
+        except OSError:  # read-only or vanished place: the writer keeps the trace in memory
+            return os.path.abspath(template.replace("{rank}", str(info.rank or 0)))
+
+    def _disk_problem(self, why: str) -> None:
+        if not self._warned_disk:
+            self._warned_disk = True
+            self._say(f"gpudiag: cannot write the trace to {self.trace_path} ({why}); "
+                      "training goes on, the rest of the trace is kept in memory for the report")
 
     def _auto_start(self) -> int:
         steps = (self.params or {}).get("steps")
@@ -300,6 +334,13 @@ class DiagnoseCallback(keras.callbacks.Callback):
             return
 
         def collect() -> None:
+            try:
+                record()
+            except Exception as e:  # decoding must never end with a traceback of its own
+                window.problem = window.problem or (
+                    f"profile could not be recorded ({type(e).__name__}: {e})")
+
+        def record() -> None:
             tl = window.collect()
             if tl is not None:
                 if tl.meta.device_type:
@@ -356,6 +397,8 @@ class DiagnoseCallback(keras.callbacks.Callback):
         return False
 
     def _teardown(self) -> None:
+        if self._calls is not None:
+            self._calls.restore()
         if self._window is not None:
             self._window.stop()
         if self._samplers is not None:
@@ -393,7 +436,7 @@ class DiagnoseCallback(keras.callbacks.Callback):
                 if abnormal:
                     self._writer.update_meta(limitations=[
                         "training stopped early (exception or interrupt): partial run"])
-                self._writer.close()
+                self._writer.close(keep_open=True)
                 self.diagnosis = self._diagnose()
                 self._share()
                 self.overhead["end_s"] = time.perf_counter() - t0
@@ -406,12 +449,22 @@ class DiagnoseCallback(keras.callbacks.Callback):
             self._say(f"gpudiag: could not finish the diagnosis ({type(e).__name__}: {e})")
         finally:
             self._teardown()
+            if self._writer is not None:
+                self._writer.release()
 
     def _diagnose(self) -> Any:
         from gpudiag.analyze import diagnose
+        from gpudiag.trace.gpudiag_format import read_gpudiag
         from gpudiag.trace.load import load_file
 
-        return diagnose(load_file(str(self.trace_path)))
+        path = str(self.trace_path)
+        writer = self._writer
+        if writer is not None and (writer.failed or not os.path.exists(path)):
+            if not writer.failed:
+                self._say(f"gpudiag: {path} vanished during the run; the report below is "
+                          "from the trace kept open in memory")
+            return diagnose(read_gpudiag(writer.contents(), path))
+        return diagnose(load_file(path))
 
     def _share(self) -> None:
         """The HTML page and the TensorBoard scalars, each failing on its own."""
@@ -436,6 +489,13 @@ class DiagnoseCallback(keras.callbacks.Callback):
         verbose = (self.params or {}).get("verbose", 1)
         wanted = self.report if self.report is not None else verbose != 0
         if self.quiet or self.diagnosis is None or not wanted:
+            return
+        info = self.rank_info
+        if info.multi_worker and info.rank != 0 and self.report is None:
+            folder = os.path.dirname(str(self.trace_path)) or "."
+            self._say(f"gpudiag: rank {info.rank} of {info.world_size}: trace at "
+                      f"{self.trace_path}; rank 0 prints the report (whole run: "
+                      f"gpudiag analyze {folder})")
             return
         from rich.console import Console
 

@@ -10,7 +10,9 @@ global batch does not divide by the replica count), and the user must already kn
 
 from __future__ import annotations
 
+import contextlib
 import inspect
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -105,6 +107,22 @@ def describe_tf_dataset(ds: Any) -> InputFacts:
     return facts
 
 
+@contextlib.contextmanager
+def global_rng_untouched() -> Iterator[None]:
+    """Run user code (a PyDataset's ``__getitem__``) without changing the global NumPy and
+    ``random`` states the user's training draws from."""
+    import random
+
+    import numpy as np
+
+    np_state, py_state = np.random.get_state(), random.getstate()
+    try:
+        yield
+    finally:
+        np.random.set_state(np_state)
+        random.setstate(py_state)
+
+
 def describe_input(data: Any) -> InputFacts:
     """Facts about whatever the user passes to ``fit`` (or to ``DiagnoseCallback(dataset=)``)."""
     if data is None:
@@ -118,7 +136,8 @@ def describe_input(data: Any) -> InputFacts:
         # keras.utils.PyDataset (or legacy Sequence)
         batch = None
         try:
-            first = data[0]
+            with global_rng_untouched():  # a user's __getitem__ may draw from np.random
+                first = data[0]
             x = first[0] if isinstance(first, tuple | list) else first
             batch = len(x) if hasattr(x, "__len__") else None
         except Exception:

@@ -1,20 +1,28 @@
 """Stream a gpudiag trace to disk while training runs (format: docs/trace-format.md).
 
 Thread-safe (sampler threads and the training thread write concurrently), bounded in memory
-(events go to the OS buffer, flushed at least every ``flush_every`` seconds), and always a
-readable file: killed mid-run, it still reads up to its last complete line.
+(events go to disk at least every ``flush_every`` seconds), and always a readable file: killed
+mid-run, it still reads up to its last complete line.
 
-    with TraceWriter("run.gpudiag.json", Metadata(producer="gpudiag")) as w:
+Training never breaks because of the trace: when the disk fills up, the directory is
+read-only or vanishes, the writer says so once (``on_error``) and keeps the rest of the run in
+memory (bounded), so ``contents()`` still returns the whole trace for the report.
+
+    path = claim_path("traces/run-{rank}.json", rank=0)   # never overwrites an existing file
+    with TraceWriter(path, Metadata(producer="gpudiag")) as w:
         w.step(0, start_us, end_us)
         w.counter("gpu_util", "GPU 0", ts_us, 97.0)
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
 import os
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from gpudiag.trace.gpudiag_format import (
@@ -33,24 +41,66 @@ from gpudiag.trace.gpudiag_format import (
 )
 from gpudiag.trace.timeline import Kind, Metadata, RecordedFinding, Timeline
 
+# Once the disk refuses writes the rest of the run is kept in memory up to this many bytes
+# (~half a million step events); past it events are counted and dropped, never raised.
+MEMORY_LIMIT_BYTES = 64 << 20
+WRITE_CHUNK = 1 << 16  # pending bytes that trigger a write even before flush_every
+
 
 def _dumps(ev: dict[str, Any]) -> str:
     return json.dumps(ev, separators=(",", ":"), default=str, allow_nan=False)
 
 
+def claim_path(template: str, rank: int | None = None) -> str:
+    """An absolute path for a new trace, created empty so no other run can take it.
+
+    ``{rank}`` in ``template`` becomes the rank (0 when unknown). Relative paths resolve
+    against the current directory now, when the run starts. An existing file is never
+    overwritten: ``run.json`` becomes ``run-2.json``, ``run-3.json``, ... (exclusive create,
+    so two runs started in the same second by two processes get two files).
+    """
+    path = os.path.abspath(template.replace("{rank}", str(rank if rank is not None else 0)))
+    root, ext = os.path.splitext(path)
+    if root.endswith(".gpudiag"):  # keep double extensions together: x-2.gpudiag.json
+        root, ext = root[: -len(".gpudiag")], ".gpudiag" + ext
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    for n in range(1, 10_000):
+        candidate = path if n == 1 else f"{root}-{n}{ext}"
+        try:
+            fd = os.open(candidate, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError:
+            continue
+        os.close(fd)
+        return candidate
+    raise FileExistsError(errno.EEXIST, "no free trace name", path)
+
+
 class TraceWriter:
-    def __init__(self, path: str, meta: Metadata, flush_every: float = 2.0) -> None:
+    def __init__(self, path: str, meta: Metadata, flush_every: float = 2.0,
+                 on_error: Callable[[str], None] | None = None) -> None:
         self.path = path
         self.flush_every = flush_every
+        self.on_error = on_error
         self._lock = threading.Lock()
-        parent = os.path.dirname(os.path.abspath(path))
-        os.makedirs(parent, exist_ok=True)
-        self._f = open(path, "w", encoding="utf-8", buffering=1 << 16)  # noqa: SIM115
         self._first = True
         self._last_flush = time.monotonic()
         self._device_pids: dict[str, int] = {}
+        self._pending: list[bytes] = []  # lines not yet written
+        self._pending_bytes = 0
+        self._durable = 0  # bytes of the file known to be written
+        self._memory: list[bytes] = []  # lines kept after the disk failed
+        self._memory_bytes = 0
+        self.dropped = 0  # events lost past MEMORY_LIMIT_BYTES after a disk failure
+        self.failed: str | None = None  # why the disk stopped taking the trace
         self.events = 0
         self.closed = False
+        self._fd: int | None = None
+        try:
+            os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+            # read back through this descriptor if the directory vanishes before the end
+            self._fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+        except OSError as e:
+            self._fail(e)
         header = {k: v for k, v in meta.__dict__.items() if k != "source"}
         self._write({"ph": "M", "name": META_EVENT, "pid": 0, "tid": 0,
                      "args": {"format": FORMAT_NAME, "version": FORMAT_VERSION, **header}})
@@ -71,28 +121,100 @@ class TraceWriter:
             if self.closed:
                 return
             # each event ends its line, so a reader tailing the file never waits on one
-            self._f.write(("[\n" if self._first else ",") + line + "\n")
+            data = (("[\n" if self._first else ",") + line + "\n").encode("utf-8", "replace")
             self._first = False
             self.events += 1
-            if time.monotonic() - self._last_flush >= self.flush_every:
+            self._add(data)
+            if (self._pending_bytes >= WRITE_CHUNK
+                    or time.monotonic() - self._last_flush >= self.flush_every):
                 self._flush_locked()
 
+    def _add(self, data: bytes) -> None:
+        if self.failed is None:
+            self._pending.append(data)
+            self._pending_bytes += len(data)
+        elif self._memory_bytes + len(data) <= MEMORY_LIMIT_BYTES:
+            self._memory.append(data)
+            self._memory_bytes += len(data)
+        else:
+            self.dropped += 1
+
     def _flush_locked(self) -> None:
-        self._f.flush()
         self._last_flush = time.monotonic()
+        if self.failed is not None or not self._pending or self._fd is None:
+            return
+        data = b"".join(self._pending)
+        self._pending, self._pending_bytes = [], 0
+        view = memoryview(data)
+        try:
+            while view:
+                n = os.write(self._fd, view)
+                self._durable += n
+                view = view[n:]
+        except OSError as e:
+            self._fail(e)
+            self._memory.append(bytes(view))  # the part the disk did not take
+            self._memory_bytes += len(view)
+
+    def _fail(self, e: OSError) -> None:
+        """Stop writing to disk, keep the rest in memory, say so once."""
+        if self.failed is not None:
+            return
+        self.failed = f"{e.strerror or type(e).__name__}" + (
+            f" (errno {e.errno})" if e.errno else "")
+        self._memory.extend(self._pending)
+        self._memory_bytes += self._pending_bytes
+        self._pending, self._pending_bytes = [], 0
+        if self.on_error is not None:
+            # a reporting problem must not become a training problem
+            with contextlib.suppress(Exception):
+                self.on_error(self.failed)
 
     def flush(self) -> None:
         with self._lock:
             if not self.closed:
                 self._flush_locked()
 
-    def close(self) -> None:
+    def close(self, keep_open: bool = False) -> None:
+        """Finish the trace. ``keep_open`` keeps the descriptor for ``contents()`` (the
+        callback reads the trace back through it); ``release()`` closes it then."""
         with self._lock:
             if self.closed:
                 return
-            self._f.write("]\n")
-            self._f.close()
+            if self.failed is None:
+                self._add(b"]\n")
+            else:  # past the memory limit too: the array still closes
+                self._memory.append(b"]\n")
+            self._flush_locked()
             self.closed = True
+        if not keep_open:
+            self.release(keep_memory=True)
+
+    def contents(self) -> bytes:
+        """The whole trace as written so far: the bytes on disk, then those kept in memory
+        after a disk failure. Read through the open descriptor when there is one, so a trace
+        whose directory vanished mid-run is still whole."""
+        with self._lock:
+            if self._fd is not None:
+                disk = os.pread(self._fd, self._durable, 0)
+            elif self._durable:
+                with open(self.path, "rb") as f:
+                    disk = f.read(self._durable)
+            else:
+                disk = b""
+            return disk + b"".join(self._memory)
+
+    def release(self, keep_memory: bool = False) -> None:
+        """Close the descriptor (and drop what was kept in memory unless asked not to)."""
+        with self._lock:
+            if self._fd is not None:
+                try:
+                    os.close(self._fd)
+                except OSError as e:
+                    self._fail(e)
+                self._fd = None
+            if not keep_memory:
+                self._memory, self._memory_bytes = [], 0
 
     def __enter__(self) -> TraceWriter:
         return self
@@ -110,12 +232,16 @@ class TraceWriter:
                          "args": {"name": device}})
         return pid
 
-    def step(self, index: int, start_us: float, end_us: float, profiled: bool = False) -> None:
+    def step(self, index: int, start_us: float, end_us: float, profiled: bool = False,
+             call: tuple[float, float] | None = None) -> None:
+        """One training step; ``call`` is the train-function call inside it (start, end)."""
         # on the training thread every step: formatted directly, ~4x cheaper than json.dumps
+        extra = f',"call":[{call[0]:.3f},{call[1] - call[0]:.3f}]' if call is not None else ""
         self._write_line(
             f'{{"ph":"X","cat":"{CAT_STEP}","name":"step {int(index)}","pid":{HOST_PID},'
             f'"tid":1,"ts":{start_us:.3f},"dur":{end_us - start_us:.3f},'
-            f'"args":{{"step":{int(index)},"profiled":{"true" if profiled else "false"}}}}}')
+            f'"args":{{"step":{int(index)},"profiled":{"true" if profiled else "false"}'
+            f'{extra}}}}}')
 
     def counter(self, name: str, source: str, ts_us: float, value: float) -> None:
         if value != value:  # NaN: not measured

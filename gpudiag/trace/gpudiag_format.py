@@ -101,7 +101,7 @@ def read_gpudiag(raw: bytes, path: str) -> list[Timeline]:
 
 _META_FIELDS = (
     "producer", "devices", "device_type", "replicas", "rank", "world_size", "batch_size",
-    "framework", "hostname", "limitations", "extra",
+    "framework", "hostname", "run_id", "limitations", "extra",
 )
 
 
@@ -135,6 +135,7 @@ def fill_timeline(tl: Timeline, events: list[dict[str, Any]]) -> None:
     step_s: list[float] = []
     step_e: list[float] = []
     step_p: list[bool] = []
+    step_c: list[tuple[float, float] | None] = []
     dev: dict[tuple[str, Kind], tuple[list[float], list[float]]] = {}
     in_s: list[float] = []
     in_e: list[float] = []
@@ -153,6 +154,9 @@ def fill_timeline(tl: Timeline, events: list[dict[str, Any]]) -> None:
                 step_s.append(ts)
                 step_e.append(end)
                 step_p.append(bool(args.get("profiled", False)))
+                call = args.get("call")  # [start, duration] of the train-function call
+                step_c.append((float(call[0]), float(call[0]) + float(call[1]))
+                              if isinstance(call, list) and len(call) == 2 else None)
             elif cat.startswith(CAT_DEVICE):
                 kind = Kind(cat[len(CAT_DEVICE):])
                 device = str(args["device"])
@@ -190,7 +194,7 @@ def fill_timeline(tl: Timeline, events: list[dict[str, Any]]) -> None:
             elif ev.get("name") == META_UPDATE:
                 _update_meta(tl.meta, args)
     if step_idx:
-        tl.add_steps(step_idx, step_s, step_e, step_p)
+        tl.add_steps(step_idx, step_s, step_e, step_p, step_c)
     for (device, kind), (s, e) in dev.items():
         tl.add_activity(device, kind, s, e)
     tl.kernel_counts.update(kernels)

@@ -164,6 +164,17 @@ class Steps:
     end: np.ndarray = field(default_factory=lambda: np.zeros(0))
     # True where the step lies inside a profiled window (device activity was recorded)
     profiled: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
+    # the framework's train-function call inside the step (NaN when not recorded): compute
+    # plus collective wait, whatever other callbacks do around it
+    call_start: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    call_end: np.ndarray = field(default_factory=lambda: np.zeros(0))
+
+    def __post_init__(self) -> None:
+        n = self.index.size
+        if self.call_start.size != n:
+            self.call_start = np.full(n, np.nan)
+        if self.call_end.size != n:
+            self.call_end = np.full(n, np.nan)
 
     def __len__(self) -> int:
         return int(self.index.size)
@@ -231,6 +242,8 @@ class Metadata:
     batch_size: int | None = None
     framework: str = ""  # "tensorflow", "jax", "torch", "pytorch"
     hostname: str = ""
+    # the same on every rank of one multi-worker run (see gpudiag/record/ranks.py)
+    run_id: str = ""
     # plain sentences: what could not be measured and why ("no NVIDIA driver: ...")
     limitations: list[str] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
@@ -267,6 +280,7 @@ class Timeline:
         starts: Iterable[float],
         ends: Iterable[float],
         profiled: Iterable[bool] | bool = True,
+        calls: Sequence[tuple[float, float] | None] | None = None,
     ) -> None:
         idx = np.asarray(list(index), dtype=np.int64)
         s = np.asarray(list(starts), dtype=np.float64)
@@ -276,11 +290,18 @@ class Timeline:
             if isinstance(profiled, bool)
             else np.asarray(list(profiled), dtype=bool)
         )
+        cs = np.full(idx.size, np.nan)
+        ce = np.full(idx.size, np.nan)
+        for i, call in enumerate(calls or ()):
+            if call is not None:
+                cs[i], ce[i] = call
         self.steps = Steps(
             np.concatenate([self.steps.index, idx]),
             np.concatenate([self.steps.start, s]),
             np.concatenate([self.steps.end, e]),
             np.concatenate([self.steps.profiled, p]),
+            np.concatenate([self.steps.call_start, cs]),
+            np.concatenate([self.steps.call_end, ce]),
         )
 
     def add_activity(
@@ -330,9 +351,9 @@ class Timeline:
         order = np.argsort(self.steps.start, kind="stable")
         keep = (self.steps.end[order] > self.steps.start[order])
         o = order[keep]
-        self.steps = Steps(
-            self.steps.index[o], self.steps.start[o], self.steps.end[o], self.steps.profiled[o]
-        )
+        st = self.steps
+        self.steps = Steps(st.index[o], st.start[o], st.end[o], st.profiled[o],
+                           st.call_start[o], st.call_end[o])
         self.activity = {k: v for k, v in self.activity.items() if len(v)}
         for c in self.counters:
             co = np.argsort(c.ts, kind="stable")
