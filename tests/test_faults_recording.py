@@ -31,8 +31,9 @@ STEPS = 30
 
 
 def _model() -> keras.Model:
-    m = keras.Sequential([keras.Input((8,)), keras.layers.Dense(16, activation="relu"),
-                          keras.layers.Dense(1)])
+    m = keras.Sequential(
+        [keras.Input((8,)), keras.layers.Dense(16, activation="relu"), keras.layers.Dense(1)]
+    )
     m.compile(optimizer="sgd", loss="mse")
     return m
 
@@ -44,8 +45,7 @@ def _data(n: int = STEPS * 8) -> tuple[np.ndarray, np.ndarray]:
 
 def _fit(cb: DiagnoseCallback, callbacks: tuple = (), epochs: int = 1) -> keras.callbacks.History:
     x, y = _data()
-    return _model().fit(x, y, batch_size=8, epochs=epochs, verbose=0,
-                        callbacks=[cb, *callbacks])
+    return _model().fit(x, y, batch_size=8, epochs=epochs, verbose=0, callbacks=[cb, *callbacks])
 
 
 def _warnings(text: str) -> list[str]:
@@ -83,8 +83,9 @@ def _mount_tmpfs(where: Path, size: str) -> bool:
     if os.geteuid() != 0 or not shutil.which("mount"):
         return False
     where.mkdir()
-    r = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(where)],
-                       capture_output=True)
+    r = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(where)], capture_output=True
+    )
     return r.returncode == 0
 
 
@@ -95,8 +96,7 @@ def test_really_full_tmpfs(tmp_path, capfd):
     try:
         # fill most of it so the trace runs out of room partway
         (disk / "filler").write_bytes(b"\0" * (60 << 10))
-        cb = DiagnoseCallback(trace_path=str(disk / "t.json"), profile=False,
-                              sample_interval=0.05)
+        cb = DiagnoseCallback(trace_path=str(disk / "t.json"), profile=False, sample_interval=0.05)
         _fit(cb, epochs=3)
         err = capfd.readouterr().err
         assert len(_warnings(err)) == 1, err
@@ -135,8 +135,9 @@ def test_trace_directory_vanishes_mid_run(tmp_path, capfd):
 def test_two_fits_with_one_callback_keep_both_traces(tmp_path):
     for explicit in (True, False):
         os.chdir(tmp_path)
-        cb = DiagnoseCallback(trace_path=str(tmp_path / "run.json") if explicit else None,
-                              profile=False, quiet=True)
+        cb = DiagnoseCallback(
+            trace_path=str(tmp_path / "run.json") if explicit else None, profile=False, quiet=True
+        )
         _fit(cb)
         first = cb.trace_path
         _fit(cb)
@@ -216,8 +217,12 @@ def test_writer_memory_fallback_is_bounded(tmp_path, monkeypatch):
     monkeypatch.setattr(writer_mod.os, "write", refuse)
     monkeypatch.setattr(writer_mod, "MEMORY_LIMIT_BYTES", 50_000)
     problems: list[str] = []
-    w = writer_mod.TraceWriter(str(tmp_path / "t.json"), Metadata(producer="gpudiag"),
-                               flush_every=0.0, on_error=problems.append)
+    w = writer_mod.TraceWriter(
+        str(tmp_path / "t.json"),
+        Metadata(producer="gpudiag"),
+        flush_every=0.0,
+        on_error=problems.append,
+    )
     for i in range(5000):
         w.step(i, i * 10.0, i * 10.0 + 5.0)
     w.close(keep_open=True)

@@ -15,6 +15,7 @@ import numpy as np
 
 from gpudiag.analyze.activity import activity_strips
 from gpudiag.analyze.advice import Context, suggest
+from gpudiag.analyze.arrival import RankTiming, find_waited_for
 from gpudiag.analyze.breakdown import Breakdown, merge_breakdowns, step_breakdown
 from gpudiag.analyze.diagnosis import DeviceSummary, Diagnosis, Finding, RankSummary
 from gpudiag.analyze.findings import counter_findings, recorded_findings, trace_findings
@@ -108,9 +109,7 @@ def diagnose(timelines: list[Timeline], cpu_count: int | None = None) -> Diagnos
         for tl, b, g, host in zip(timelines, parts, gaps, host_groups, strict=True)
     ]
     findings = _merge_findings(groups, labels)
-    straggler = find_straggler(
-        {label: _rank_work(b) for label, b in zip(labels, parts, strict=True) if b.steps_analyzed}
-    ) or _device_straggler(parts)
+    straggler = _rank_waits(timelines, labels, ranks) or _device_straggler(parts)
     if straggler:
         findings.append(straggler)
     shares = merge_breakdowns(parts)
@@ -128,11 +127,17 @@ def diagnose(timelines: list[Timeline], cpu_count: int | None = None) -> Diagnos
     )
 
 
-def _rank_work(b: Breakdown) -> list[float]:
-    """Per-step work time of a rank: the mean over its devices."""
-    if not b.work_us:
-        return []
-    return np.mean(np.array(list(b.work_us.values())), axis=0).tolist()
+def _rank_waits(timelines: list[Timeline], labels: list[str], ranks: list[RankSummary]
+                ) -> Finding | None:
+    """Who the ranks wait for (arrival order at the collectives); fills the rank table."""
+    if len(timelines) < 2:
+        return None
+    finding, table, _ = find_waited_for(
+        [RankTiming.of(tl, label) for tl, label in zip(timelines, labels, strict=True)])
+    for row, summary in zip(table, ranks, strict=False):
+        summary.work_ms, summary.wait_ms = row.work_ms, row.wait_ms
+        summary.clock_offset_ms = row.clock_offset_ms
+    return finding
 
 
 def _device_straggler(parts: list[Breakdown]) -> Finding | None:

@@ -53,6 +53,10 @@ class RankSummary:
     breakdown: dict[str, float]
     steps: int
     step_ms: float
+    # multi-rank runs (analyze/arrival.py): medians per step, ms; None when not measured
+    work_ms: float | None = None
+    wait_ms: float | None = None  # waiting in collectives for the last rank to arrive
+    clock_offset_ms: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -31,7 +31,12 @@ LAUNCH_MEDIAN_KERNEL_US = 20.0
 # --- multi-rank ------------------------------------------------------------------------------
 STRAGGLER_MARGIN = 0.10  # 10% slower than the median of the others...
 STRAGGLER_CONSISTENCY = 0.60  # ...in at least 60% of the common steps
-STRAGGLER_MIN_STEPS = 3
+STRAGGLER_MIN_STEPS = 3  # host step timing: one step of it is noise (profiled: 1 is enough)
+# the others lose >= 15% of their step waiting for the last rank to arrive: xprof's level
+# for collectives as a bottleneck, above the <= 11% asymmetry measured between two identical
+# CPU workers; >= 30% is high
+STRAGGLER_WAIT_SHARE = 0.15
+STRAGGLER_WAIT_SHARE_HIGH = 0.30
 
 # --- host signals (recorded by DiagnoseCallback) ---------------------------------------------
 GIL_P95_MS = 2.0  # probe lateness p95: idle ~0.1 ms, a Python thread holding the GIL ~5 ms

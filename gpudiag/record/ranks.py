@@ -27,8 +27,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 # job ids that launchers give every worker of one job
-LAUNCHER_JOB_VARS = ("TORCHELASTIC_RUN_ID", "SLURM_JOB_ID", "SLURM_STEP_ID", "PBS_JOBID",
-                     "LSB_JOBID", "KUBERNETES_JOB_NAME")
+LAUNCHER_JOB_VARS = (
+    "TORCHELASTIC_RUN_ID",
+    "SLURM_JOB_ID",
+    "SLURM_STEP_ID",
+    "PBS_JOBID",
+    "LSB_JOBID",
+    "KUBERNETES_JOB_NAME",
+)
 
 
 @dataclass
@@ -50,16 +56,22 @@ def _ordered_tasks(cluster: dict[str, list[str]]) -> list[tuple[str, int]]:
     return [(job, i) for job in ("chief", "worker") for i in range(len(cluster.get(job, [])))]
 
 
-def _from_tf_cluster(cluster: dict[str, Any], task_type: str | None,
-                     task_id: int | None, source: str) -> RankInfo | None:
-    cluster = {str(k): [str(a) for a in v] for k, v in cluster.items()
-               if isinstance(v, list | tuple)}
+def _from_tf_cluster(
+    cluster: dict[str, Any], task_type: str | None, task_id: int | None, source: str
+) -> RankInfo | None:
+    cluster = {
+        str(k): [str(a) for a in v] for k, v in cluster.items() if isinstance(v, list | tuple)
+    }
     tasks = _ordered_tasks(cluster)
     if len(tasks) < 2 or task_type not in ("chief", "worker") or task_id is None:
         return None
     with contextlib.suppress(ValueError):
-        return RankInfo(rank=tasks.index((task_type, int(task_id))), world_size=len(tasks),
-                        cluster=cluster, source=source)
+        return RankInfo(
+            rank=tasks.index((task_type, int(task_id))),
+            world_size=len(tasks),
+            cluster=cluster,
+            source=source,
+        )
     return None
 
 
@@ -68,15 +80,20 @@ def _tensorflow(model: Any) -> RankInfo | None:
     resolver = getattr(strategy, "cluster_resolver", None)
     if resolver is not None:
         with contextlib.suppress(Exception):
-            info = _from_tf_cluster(resolver.cluster_spec().as_dict(), resolver.task_type,
-                                    resolver.task_id, "TensorFlow cluster resolver")
+            info = _from_tf_cluster(
+                resolver.cluster_spec().as_dict(),
+                resolver.task_type,
+                resolver.task_id,
+                "TensorFlow cluster resolver",
+            )
             if info is not None:
                 return info
     with contextlib.suppress(ValueError, TypeError, AttributeError):
         config = json.loads(os.environ.get("TF_CONFIG") or "{}")
         task = config.get("task") or {}
-        return _from_tf_cluster(config.get("cluster") or {}, task.get("type"),
-                                task.get("index"), "TF_CONFIG")
+        return _from_tf_cluster(
+            config.get("cluster") or {}, task.get("type"), task.get("index"), "TF_CONFIG"
+        )
     return None
 
 
@@ -91,9 +108,12 @@ def _jax() -> RankInfo | None:
                 from jax._src import distributed
 
                 coordinator = distributed.global_state.coordinator_address or coordinator
-            return RankInfo(rank=int(jax.process_index()), world_size=int(jax.process_count()),
-                            cluster={"coordinator": [coordinator]} if coordinator else None,
-                            source="jax.process_index")
+            return RankInfo(
+                rank=int(jax.process_index()),
+                world_size=int(jax.process_count()),
+                cluster={"coordinator": [coordinator]} if coordinator else None,
+                source="jax.process_index",
+            )
     return None
 
 
@@ -105,9 +125,12 @@ def _torch() -> RankInfo | None:
         dist = torch.distributed
         if dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1:
             master = f"{os.environ.get('MASTER_ADDR', '')}:{os.environ.get('MASTER_PORT', '')}"
-            return RankInfo(rank=int(dist.get_rank()), world_size=int(dist.get_world_size()),
-                            cluster={"master": [master]} if master != ":" else None,
-                            source="torch.distributed")
+            return RankInfo(
+                rank=int(dist.get_rank()),
+                world_size=int(dist.get_world_size()),
+                cluster={"master": [master]} if master != ":" else None,
+                source="torch.distributed",
+            )
     return None
 
 
@@ -116,9 +139,12 @@ def _env() -> RankInfo | None:
         world = int(os.environ["WORLD_SIZE"])
         if world > 1:
             master = f"{os.environ.get('MASTER_ADDR', '')}:{os.environ.get('MASTER_PORT', '')}"
-            return RankInfo(rank=int(os.environ["RANK"]), world_size=world,
-                            cluster={"master": [master]} if master != ":" else None,
-                            source="RANK/WORLD_SIZE")
+            return RankInfo(
+                rank=int(os.environ["RANK"]),
+                world_size=world,
+                cluster={"master": [master]} if master != ":" else None,
+                source="RANK/WORLD_SIZE",
+            )
     return None
 
 
@@ -130,8 +156,9 @@ def run_id_for(info: RankInfo) -> str:
     if not info.multi_worker:
         return os.urandom(6).hex()
     job = [f"{k}={os.environ[k]}" for k in LAUNCHER_JOB_VARS if os.environ.get(k)]
-    text = json.dumps({"cluster": info.cluster, "world": info.world_size, "job": job},
-                      sort_keys=True)
+    text = json.dumps(
+        {"cluster": info.cluster, "world": info.world_size, "job": job}, sort_keys=True
+    )
     return "mw-" + hashlib.sha1(text.encode()).hexdigest()[:12]
 
 

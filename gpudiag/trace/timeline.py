@@ -110,7 +110,7 @@ def union_of(starts: np.ndarray, ends: np.ndarray) -> Intervals:
     new_run[1:] = s[1:] > e[:-1]
     run_ids = np.cumsum(new_run) - 1
     out_s = s[new_run]
-    out_e = np.zeros(out_s.size)
+    out_e = np.full(out_s.size, -np.inf)  # not zeros: timestamps may be negative
     np.maximum.at(out_e, run_ids, e)
     keep = out_e > out_s
     return Intervals(out_s[keep], out_e[keep])
