@@ -55,6 +55,15 @@ def test_inference_uses_the_coarsest_repeating_marker():
     assert tl.steps.end.tolist() == [100, 200, 300]
 
 
+def test_a_marker_repeating_in_one_corner_does_not_cut_steps():
+    tl = Timeline()
+    tl.add_marker("Optimizer.step#SGD.step", [100, 200, 300, 400, 500], [110, 210, 310, 410, 510])
+    tl.add_marker("forward", [0, 5, 10], [4, 9, 14])  # three calls in the first 2% of it
+    tl.add_activity("GPU 0", Kind.COMPUTE, [0], [600])
+    ensure_steps(tl)
+    assert tl.meta.extra["steps_marker"] == "Optimizer.step#SGD.step"
+
+
 def test_no_marker_means_the_window_is_one_step_and_says_so():
     tl = Timeline()
     tl.add_activity(

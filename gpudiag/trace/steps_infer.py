@@ -59,6 +59,9 @@ MARKER_TABLE: tuple[MarkerRow, ...] = (
 _ANY_MARKER = re.compile("|".join(f"(?:{r.pattern.pattern})" for r in MARKER_TABLE))
 
 MIN_OCCURRENCES = 3  # two full iterations at least: one may be warm-up
+# the marker's first to last occurrence must cover half the device activity: iterations
+# repeat over the whole profile (a 3-iteration profile spans 2/3 of it with start-to-start)
+MIN_COVERAGE = 0.5
 # A leading iteration more than twice the steady median is warm-up (CUDA context, cuDNN
 # autotuning, DataLoader worker start, XLA compilation: typically 10-30x a steady step).
 WARMUP_FACTOR = 2.0
@@ -94,9 +97,22 @@ def _occurrences(tl: Timeline, name: str) -> np.ndarray:
     return tl.markers[name].merged().starts
 
 
+def _device_span(tl: Timeline) -> float:
+    spans = [s for iv in tl.activity.values() if len(iv) and (s := iv.span()) is not None]
+    return max(e for _, e in spans) - min(s for s, _ in spans) if spans else 0.0
+
+
 def choose_marker(tl: Timeline) -> str | None:
-    counts = {n: _occurrences(tl, n).size for n in tl.markers if is_marker(n)}
-    usable = [n for n, c in counts.items() if c >= MIN_OCCURRENCES]
+    """The coarsest marker that repeats and spans most of the profile (a marker repeated
+    only inside one corner of it, such as an evaluation loop, does not cut training steps)."""
+    occurrences = {n: _occurrences(tl, n) for n in tl.markers if is_marker(n)}
+    span = _device_span(tl)
+    counts = {
+        n: o.size
+        for n, o in occurrences.items()
+        if o.size >= MIN_OCCURRENCES and (span <= 0 or o[-1] - o[0] >= MIN_COVERAGE * span)
+    }
+    usable = list(counts)
     if not usable:
         return None
     return min(usable, key=lambda n: (counts[n], _row_of(n), n))
