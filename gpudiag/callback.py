@@ -28,11 +28,12 @@ from typing import Any
 
 import keras
 
-from gpudiag.record.lint import InputFacts, describe_input, lint
+from gpudiag.record.lint import InputFacts, describe_input, run_config
 from gpudiag.record.profiler import ProfilerWindow
 from gpudiag.record.ranks import CallTimer, RankInfo, default_trace_template, discover
 from gpudiag.record.samplers import SamplerSet
 from gpudiag.record.writer import TraceWriter, claim_path
+from gpudiag.trace.runconfig import RunConfig
 from gpudiag.trace.timeline import Metadata, RecordedFinding
 
 DEFAULT_WARMUP_STEPS = 5
@@ -115,6 +116,7 @@ class DiagnoseCallback(keras.callbacks.Callback):
         self.html = html
         self.diagnosis: Any = None
         self.lint_findings: list[RecordedFinding] = []
+        self.config = RunConfig()  # what the run already does; recorded in the trace header
         self.overhead: dict[str, float] = {}
         self._lock = threading.RLock()
         self._printed_lints: set[str] = set()
@@ -191,7 +193,7 @@ class DiagnoseCallback(keras.callbacks.Callback):
         facts, params = self._run_lints(self.model, replicas)
         info = self.rank_info = discover(self.model, backend)
         self.trace_path = self._claim_trace_path(info)
-        extra: dict[str, Any] = {"cpu_count": os.cpu_count() or 1, "params": params,
+        extra: dict[str, Any] = {"cpu_count": self.config.cores, "params": params,
                                  "keras": keras.__version__, "input": facts.kind}
         if info.multi_worker:
             extra.update(cluster=info.cluster, rank_source=info.source)
@@ -199,6 +201,7 @@ class DiagnoseCallback(keras.callbacks.Callback):
             producer="gpudiag", framework=backend, replicas=replicas, devices=list(devices),
             batch_size=facts.batch_size, device_type="", hostname=info.host,
             rank=info.rank, world_size=info.world_size, run_id=info.run_id, extra=extra,
+            config=self.config,
         )
         self._writer = TraceWriter(self.trace_path, meta, on_error=self._disk_problem)
         self._calls = CallTimer(self.model)
@@ -268,15 +271,28 @@ class DiagnoseCallback(keras.callbacks.Callback):
     def _run_lints(self, model: Any, replicas: int) -> tuple[InputFacts, int | None]:
         """Lint the input and replicas; print findings not printed before. Returns the input
         facts and the model's parameter count."""
+        from gpudiag.analyze import rules
+
         facts = describe_input(self.dataset) if self.dataset is not None else InputFacts()
         params, has_bn = self._model_facts(model)
-        self.lint_findings = lint(facts, replicas=replicas, params=params, has_batchnorm=has_bn)
+        self.config = run_config(facts, model, replicas=replicas,
+                                 framework=keras.backend.backend(), params=params,
+                                 batchnorm=has_bn)
+        found = rules.lint(self.config)
+        fixes = {s.finding: s.detail for s in rules.advise(found, rules.Situation(
+            {"input": 0.0, "transfer": 0.0, "compute": 0.0, "sync": 0.0, "other": 0.0},
+            "inconclusive", self.config, rules.HostFacts()))}
+        self.lint_findings = [
+            RecordedFinding(f.id, f.severity, f.title, f.evidence,
+                            fixes.get(f.id) or str(f.evidence.get("fix", "")))
+            for f in found]
         new = [f for f in self.lint_findings
                if f.severity != "info" and f.id not in self._printed_lints]
         self._printed_lints.update(f.id for f in new)
         if new and not self.quiet:
             lines = ["gpudiag: input/replica checks before the first step:"]
-            lines += [f"  [{f.severity}] {f.id}: {f.title} — fix: {f.fix}" for f in new]
+            lines += [f"  [{f.severity}] {f.id}: {f.title}" + (f" — fix: {f.fix}" if f.fix else "")
+                      for f in new]
             self._say("\n".join(lines))
         return facts, params
 

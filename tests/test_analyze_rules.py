@@ -6,7 +6,7 @@ import pytest
 
 from gpudiag.analyze import diagnose
 from gpudiag.analyze import thresholds as T
-from gpudiag.analyze.advice import batch_scaled, removed, spread
+from gpudiag.analyze.rules.gain import batch_scaled, pipelined, removed, spread
 from gpudiag.analyze.verdict import decide
 from tests.synth import periodic
 
@@ -114,11 +114,19 @@ def test_expected_gain_formulas():
     assert removed(0.5) == pytest.approx(2.0)
     assert spread(0.4, 4) == pytest.approx(1 / (1 - 0.4 * 0.75))
     assert batch_scaled(0.4, 4) == pytest.approx(1 / (0.6 + 0.1))
+    assert pipelined(0.4, 4) == pytest.approx(1 / 0.6)  # the rest of the step bounds it
+    assert pipelined(0.8, 2) == pytest.approx(2.0)  # the workers bound it
+    # input work unknown (no config): no estimate is claimed, only what removal would be worth
     d = diagnose([periodic(input_frac=0.4, compute_frac=0.55)])
-    gains = [s.expected_gain for s in d.suggestions]
-    assert gains == sorted(gains, reverse=True)
-    # generic input advice: the wait spread over the cores the run had (8 when unknown)
-    assert d.suggestions[0].expected_gain == pytest.approx(spread(0.4, 7), abs=0.01)
+    (only,) = d.suggestions
+    assert only.expected_gain == 1.0 and only.expected_gain_range == [1.0, 1.67]
+    # a sequential map of TF ops on 4 cores: the producer spread over them
+    tl = periodic(input_frac=0.4, compute_frac=0.55)
+    tl.meta.config.update({"input_kind": "tf.data", "sequential_maps": 1, "cores": 4,
+                           "root_prefetch": True})
+    d = diagnose([tl])
+    assert [s.title for s in d.suggestions] == ["Parallelise the tf.data map"]
+    assert d.suggestions[0].expected_gain == pytest.approx(pipelined(0.4, 4), abs=0.01)
 
 
 def test_to_dict_contract_keys():

@@ -41,6 +41,8 @@ class Suggestion:
     expected_gain: float  # estimated speed-up factor of step time (1.0 = none)
     basis: str  # how the gain was derived
     finding: str = ""  # id of the finding it addresses
+    # [low, high] of the estimate (docs/method.md); empty for correctness fixes
+    expected_gain_range: list[float] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -13,7 +13,12 @@ Example::
     host = HostMonitor()
     time.sleep(1.0)
     snap = host.read()
-    print(snap.cpu_total, snap.cpu_max_core, snap.cpu_process, snap.iowait, snap.load_avg)
+    print(snap.cpu_total, snap.cpu_max_core, snap.cpu_process, snap.cpu_others, snap.iowait)
+
+``cpu_process`` counts this process and its worker children (PyDataset / DataLoader workers
+are the job's CPU too); ``cpu_others`` is what every other process on the host used, so a
+neighbour saturating the CPU is told apart from the run's own load. ``available_cores()`` is
+what this process may use (CPU affinity and cgroup quota), not what the host has.
 
 A single saturated core (``cpu_max_core`` near 100 while ``cpu_total`` is low) is the shape
 of a sequential ``map`` or a Python generator feeding the GPUs.
@@ -21,6 +26,7 @@ of a sequential ``map`` or a Python generator feeding the GPUs.
 
 from __future__ import annotations
 
+import math
 import os
 import threading
 import time
@@ -29,7 +35,37 @@ from typing import Any
 
 import psutil
 
-__all__ = ["HostMonitor", "HostSnapshot"]
+__all__ = ["HostMonitor", "HostSnapshot", "available_cores"]
+
+
+def _cgroup_quota() -> float | None:
+    """CPU quota of this cgroup in cores (v2 cpu.max, v1 cfs files); None when unlimited."""
+    try:
+        with open("/sys/fs/cgroup/cpu.max", encoding="ascii") as f:
+            quota, period = f.read().split()[:2]
+        return None if quota == "max" else int(quota) / int(period)
+    except (OSError, ValueError):
+        pass
+    try:
+        with open("/sys/fs/cgroup/cpu/cpu.cfs_quota_us", encoding="ascii") as f:
+            q = int(f.read())
+        with open("/sys/fs/cgroup/cpu/cpu.cfs_period_us", encoding="ascii") as f:
+            p = int(f.read())
+        return None if q <= 0 else q / p
+    except (OSError, ValueError):
+        return None
+
+
+def available_cores() -> int:
+    """Cores this process may run on: its CPU affinity, capped by a cgroup quota."""
+    try:
+        n = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        n = os.cpu_count() or 1
+    quota = _cgroup_quota()
+    if quota is not None:
+        n = min(n, max(1, math.ceil(quota)))
+    return max(1, n)
 
 
 @dataclass
@@ -43,6 +79,7 @@ class HostSnapshot:
     cpu_total: float | None = None
     cpu_max_core: float | None = None
     cpu_process: float | None = None
+    cpu_others: float | None = None  # % of all cores used by every other process
     iowait: float | None = None  # None where the platform has no iowait (macOS, Windows)
     mem_used_pct: float | None = None
     mem_used_gib: float | None = None
@@ -64,6 +101,9 @@ class HostMonitor:
             self._proc = psutil.Process(pid if pid is not None else os.getpid())
         except Exception:
             self._proc = None
+        self._children: dict[int, float] = {}  # child pid -> CPU seconds when last read
+        self._child_total = 0.0
+        self._first_read = True
         self._prev_proc = self._proc_time()
         self._prev = self._cpu_times()
         self._prev_t = time.monotonic()
@@ -78,13 +118,32 @@ class HostMonitor:
             return []
 
     def _proc_time(self) -> float | None:
+        """CPU seconds of this process plus its live children (as a running total: a child's
+        time counts from when it was first seen, or from its start when it started since)."""
         if self._proc is None:
             return None
         try:
             t = self._proc.cpu_times()
-            return float(t.user + t.system)
+            own = float(t.user + t.system)
         except Exception:
             return None
+        try:
+            kids = self._proc.children(recursive=True)
+        except Exception:
+            kids = []
+        first, self._first_read = self._first_read, False
+        for k in kids:
+            try:
+                ct = k.cpu_times()
+                total = float(ct.user + ct.system)
+            except Exception:
+                continue
+            prev = self._children.get(k.pid)
+            if prev is None:
+                prev = total if first else 0.0
+            self._child_total += max(0.0, total - prev)
+            self._children[k.pid] = total
+        return own + self._child_total
 
     def read(self) -> HostSnapshot:
         """CPU shares since the previous read, plus memory and load now."""
@@ -99,6 +158,9 @@ class HostMonitor:
             if not cur or len(self._prev) != len(cur) or self._fill_cpu(snap, self._prev, cur):
                 if proc is not None and self._prev_proc is not None and interval > 0:
                     snap.cpu_process = max(0.0, 100.0 * (proc - self._prev_proc) / interval)
+                    if snap.cpu_total is not None and snap.per_core:
+                        own = snap.cpu_process / len(snap.per_core)
+                        snap.cpu_others = max(0.0, min(100.0, snap.cpu_total - own))
                 self._prev, self._prev_proc, self._prev_t = cur, proc, now_t
         try:
             vm = psutil.virtual_memory()

@@ -1,11 +1,13 @@
-"""Static pipeline and multi-replica lints, run the moment training begins.
+"""What the input pipeline and the model already do, read from the objects before the first
+step: the facts of the run's ``RunConfig`` that the rules (``gpudiag.analyze.rules``) lint
+and choose remedies against.
 
 They look at the objects, not at timing, so they can warn before the first step — which
 matters because TensorFlow itself may fail on step one (e.g. an AddN shape error when the
 global batch does not divide by the replica count), and the user must already know why.
 
     facts = describe_input(dataset)          # tf.data chain, PyDataset, generator, ...
-    findings = lint(facts, replicas=4, params=12_000, has_batchnorm=True)
+    config = run_config(facts, model, replicas=4, framework="tensorflow")
 """
 
 from __future__ import annotations
@@ -16,10 +18,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from gpudiag.trace.timeline import RecordedFinding
+from gpudiag.record.host import available_cores
+from gpudiag.trace.runconfig import RunConfig
 
-SMALL_MODEL_PARAMS = 1_000_000  # below this, one replica's compute cannot hide an all-reduce
-SMALL_PER_REPLICA_BATCH = 16  # per-replica batches this small starve each device
 FILE_SOURCES = ("TFRecordDataset", "TextLineDataset", "FixedLengthRecordDataset")
 
 
@@ -41,6 +42,7 @@ class InputFacts:
     interleave: bool = False
     workers: int | None = None
     use_multiprocessing: bool | None = None
+    auto_prefetch: bool | None = None  # TF injects a root prefetch / Keras prefetches for us
 
     def to_dict(self) -> dict[str, Any]:
         return {k: v for k, v in self.__dict__.items() if v not in (None, [], False, 0)}
@@ -66,6 +68,18 @@ def _graph_ops(ds: Any) -> set[str]:
         return ops
     except Exception:
         return set()
+
+
+def _auto_prefetch(ds: Any) -> bool | None:
+    """TF appends a prefetch to the pipeline's root unless autotuning or the
+    ``inject_prefetch`` optimisation is switched off."""
+    try:
+        opts = ds.options()
+        autotune = opts.autotune.enabled is not False
+        inject = opts.experimental_optimization.inject_prefetch is not False
+        return bool(autotune and inject)
+    except Exception:
+        return None
 
 
 def describe_tf_dataset(ds: Any) -> InputFacts:
@@ -99,6 +113,7 @@ def describe_tf_dataset(ds: Any) -> InputFacts:
             facts.file_source = name
         node = getattr(node, "_input_dataset", None)
         depth += 1
+    facts.auto_prefetch = _auto_prefetch(ds)
     ops = _graph_ops(ds)
     if ops & {"GeneratorDataset", "PyFunc", "EagerPyFunc", "PyFuncStateless"}:
         facts.python_source = True
@@ -129,7 +144,8 @@ def describe_input(data: Any) -> InputFacts:
         return InputFacts()
     if inspect.isgenerator(data) or (hasattr(data, "__next__") and hasattr(data, "__iter__")
                                      and not hasattr(data, "element_spec")):
-        return InputFacts(kind="generator", python_source=True, workers=1)
+        # Keras wraps a generator in its own prefetching iterator
+        return InputFacts(kind="generator", python_source=True, workers=1, auto_prefetch=True)
     if hasattr(data, "element_spec") and hasattr(data, "_variant_tensor"):
         return describe_tf_dataset(data)
     if hasattr(data, "__getitem__") and hasattr(data, "use_multiprocessing"):
@@ -144,81 +160,50 @@ def describe_input(data: Any) -> InputFacts:
             batch = None
         return InputFacts(kind="pydataset", python_source=True, batch_size=batch,
                           workers=int(getattr(data, "workers", 1) or 1),
-                          use_multiprocessing=bool(getattr(data, "use_multiprocessing", False)))
+                          use_multiprocessing=bool(getattr(data, "use_multiprocessing", False)),
+                          auto_prefetch=True)
     if hasattr(data, "shape"):
         return InputFacts(kind="array", samples=int(data.shape[0]) if data.shape else None)
     return InputFacts()
 
 
-def lint(
-    facts: InputFacts,
-    replicas: int = 1,
-    params: int | None = None,
-    has_batchnorm: bool = False,
-    batch_size: int | None = None,
-) -> list[RecordedFinding]:
-    """Findings that follow from the objects alone."""
-    out: list[RecordedFinding] = []
-    batch = facts.batch_size or batch_size
-    if facts.sequential_maps:
-        out.append(RecordedFinding(
-            "sequential-map", "moderate",
-            f"{facts.sequential_maps} tf.data map(s) without num_parallel_calls",
-            {"sequential_maps": facts.sequential_maps, "parallel_maps": facts.parallel_maps,
-             "chain": " <- ".join(facts.chain)},
-            "ds.map(fn, num_parallel_calls=tf.data.AUTOTUNE)"))
-    if facts.kind == "tf.data" and not facts.prefetch:
-        costly = facts.sequential_maps + facts.parallel_maps > 0 or facts.python_source
-        out.append(RecordedFinding(
-            "no-prefetch", "moderate" if costly else "info",
-            "Input pipeline does not end with prefetch",
-            {"chain": " <- ".join(facts.chain)},
-            "ds = ds.prefetch(tf.data.AUTOTUNE) as the last stage"))
-    if facts.python_source:
-        single = facts.kind != "pydataset" or (facts.workers or 1) <= 1 or not (
-            facts.use_multiprocessing)
-        if single:
-            out.append(RecordedFinding(
-                "python-generator", "moderate",
-                {"generator": "Input comes from a Python generator (one thread, holds the GIL)",
-                 "pydataset": "PyDataset without worker processes (runs under the GIL)",
-                 }.get(facts.kind, "Python code inside tf.data (from_generator / py_function)"),
-                {"kind": facts.kind, "workers": facts.workers or 1,
-                 "use_multiprocessing": bool(facts.use_multiprocessing)},
-                "keras.utils.PyDataset(workers=N, use_multiprocessing=True) or tf.data ops"))
-    if facts.file_source and not facts.cache and not facts.interleave:
-        out.append(RecordedFinding(
-            "slow-source", "info", f"{facts.file_source} read sequentially, not cached",
-            {"source": facts.file_source},
-            "ds.interleave(..., num_parallel_calls=AUTOTUNE) over files; ds.cache()"))
-    if replicas > 1 and batch:
-        if batch % replicas:
-            out.append(RecordedFinding(
-                "batch-not-multiple-of-replicas", "high",
-                f"Global batch {batch} does not divide by {replicas} replicas",
-                {"global_batch": batch, "replicas": replicas,
-                 "remainder": batch % replicas},
-                f"Use a global batch of {max(replicas, batch // replicas * replicas)} or "
-                f"{(batch // replicas + 1) * replicas} (per-replica batch × {replicas}); "
-                "TensorFlow may fail on the first step with a shape error otherwise"))
-        if facts.samples and facts.samples % batch and facts.drop_remainder is False:
-            last = facts.samples % batch
-            per_replica = last / replicas
-            out.append(RecordedFinding(
-                "partial-last-batch", "high" if has_batchnorm else "moderate",
-                f"Last batch has {last} samples ({per_replica:.1f} per replica)"
-                + (" and the model has BatchNormalization" if has_batchnorm else ""),
-                {"samples": facts.samples, "global_batch": batch, "last_batch": last,
-                 "replicas": replicas, "batchnorm": has_batchnorm},
-                "ds.batch(global_batch, drop_remainder=True)"))
-        per_replica_batch = batch / replicas
-        small_params = params is not None and params < SMALL_MODEL_PARAMS
-        if small_params or per_replica_batch < SMALL_PER_REPLICA_BATCH:
-            out.append(RecordedFinding(
-                "small-model-multi-gpu", "moderate",
-                f"{replicas} replicas for {params or '?'} parameters at "
-                f"{per_replica_batch:g} samples per replica",
-                {"replicas": replicas, "params": params,
-                 "per_replica_batch": round(per_replica_batch, 2)},
-                "Fewer replicas, or a larger per-replica batch"))
+def _model_config(model: Any) -> dict[str, Any]:
+    """Compile options Keras resolved: jit_compile, steps_per_execution, dtype policy."""
+    out: dict[str, Any] = {}
+    if model is None:
+        return out
+    for key, get in (
+        ("jit_compile", lambda: model.jit_compile),
+        ("steps_per_execution", lambda: model.steps_per_execution),
+        ("precision", lambda: model.dtype_policy.name),
+    ):
+        try:
+            value = get()
+        except Exception:
+            continue
+        if isinstance(value, bool | int | str) and value != "auto":
+            out[key] = value
     return out
+
+
+def run_config(facts: InputFacts, model: Any = None, replicas: int = 1,
+               framework: str | None = None, params: int | None = None,
+               batchnorm: bool | None = None, batch_size: int | None = None) -> RunConfig:
+    """The run's configuration from the input facts and the (compiled) model."""
+    cfg = RunConfig(
+        framework=framework, training=True, params=params, batchnorm=batchnorm,
+        input_kind=facts.kind, replicas=replicas, cores=available_cores(),
+        global_batch=facts.batch_size or batch_size, samples=facts.samples,
+        drop_remainder=facts.drop_remainder, file_source=facts.file_source,
+        workers=facts.workers, use_multiprocessing=facts.use_multiprocessing,
+        root_prefetch=facts.auto_prefetch, python_ops=facts.python_source or None,
+    )
+    if facts.kind == "tf.data":
+        cfg.prefetch = facts.prefetch
+        cfg.sequential_maps = facts.sequential_maps
+        cfg.parallel_maps = facts.parallel_maps
+        cfg.cache = facts.cache
+        cfg.interleave = facts.interleave
+        cfg.python_ops = facts.python_source
+    cfg.update(_model_config(model))
+    return cfg

@@ -81,6 +81,7 @@ def host_samples(s: HostSnapshot) -> list[Sample]:
         ("cpu_total", s.cpu_total),
         ("cpu_max_core", s.cpu_max_core),
         ("cpu_process", s.cpu_process),
+        ("cpu_others", s.cpu_others),
         ("cpu_iowait", s.iowait),
         ("host_mem_used", s.mem_used_pct),
     ):

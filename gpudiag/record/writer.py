@@ -102,6 +102,7 @@ class TraceWriter:
         except OSError as e:
             self._fail(e)
         header = {k: v for k, v in meta.__dict__.items() if k != "source"}
+        header["config"] = meta.config.to_dict()
         self._write({"ph": "M", "name": META_EVENT, "pid": 0, "tid": 0,
                      "args": {"format": FORMAT_NAME, "version": FORMAT_VERSION, **header}})
         self._write({"ph": "M", "name": "process_name", "pid": HOST_PID, "tid": 0,

@@ -101,7 +101,7 @@ def read_gpudiag(raw: bytes, path: str) -> list[Timeline]:
 
 _META_FIELDS = (
     "producer", "devices", "device_type", "replicas", "rank", "world_size", "batch_size",
-    "framework", "hostname", "run_id", "limitations", "extra",
+    "framework", "hostname", "run_id", "limitations", "extra", "config",
 )
 
 
@@ -123,6 +123,8 @@ def _update_meta(meta: Metadata, args: dict[str, Any]) -> None:
             meta.devices.extend(str(x) for x in value if str(x) not in meta.devices)
         elif key == "extra":
             meta.extra.update(dict(value))
+        elif key == "config":
+            meta.config.update(dict(value))
         elif key in ("replicas", "rank", "world_size", "batch_size"):
             setattr(meta, key, int(value))
         else:

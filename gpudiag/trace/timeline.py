@@ -24,6 +24,8 @@ from typing import Any
 
 import numpy as np
 
+from gpudiag.trace.runconfig import RunConfig
+
 
 class Kind(str, Enum):
     """What a device interval was doing. ``TRANSFER_*`` are host<->device copies."""
@@ -209,6 +211,7 @@ COUNTER_NAMES = {
     "cpu_total": "%",
     "cpu_max_core": "%",
     "cpu_process": "%",
+    "cpu_others": "%",
     "cpu_iowait": "%",
     "host_mem_used": "%",
     "gil_lateness": "ms",
@@ -247,6 +250,8 @@ class Metadata:
     # plain sentences: what could not be measured and why ("no NVIDIA driver: ...")
     limitations: list[str] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
+    # what the run already does (compile options, input pipeline, cores): see runconfig.py
+    config: RunConfig = field(default_factory=RunConfig)
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""Stragglers: one rank (or device) consistently slower than the others. Pure.
+"""``straggler``: one rank (or device) consistently slower than the others. Pure.
 
 In synchronous training every rank waits for the slowest at the all-reduce, so step times
 equalise; what differs is the *work* before the wait. We compare per-step work time
@@ -12,7 +12,47 @@ from __future__ import annotations
 import numpy as np
 
 from gpudiag.analyze import thresholds as T
-from gpudiag.analyze.diagnosis import Finding
+from gpudiag.analyze.diagnosis import Finding, Suggestion
+from gpudiag.analyze.rules.base import RankEvidence, RunEvidence, Situation
+from gpudiag.analyze.rules.gain import Gain, removed
+
+ID = "straggler"
+SCOPE = "run"
+
+
+def detect(ev: RankEvidence) -> Finding | None:
+    return None  # a straggler shows only against the other ranks: see detect_run
+
+
+def detect_run(run: RunEvidence) -> Finding | None:
+    """Across ranks by arrival order at the collectives (analyze/arrival.py), else across the
+    replicas of one process by per-step work time."""
+    if run.waited_for is not None:
+        return run.waited_for
+    for b in run.breakdowns:
+        if len(b.work_us) > 1:
+            # compare devices, not ranks: in-process replicas share one step clock
+            f = find_straggler(b.work_us)
+            if f:
+                return f
+    return None
+
+
+def advise(f: Finding, s: Situation) -> list[Suggestion]:
+    slow = float(f.evidence.get("median_slowdown_pct", 0.0)) / 100
+    wait = f.evidence.get("others_wait_share_pct")
+    if isinstance(wait, int | float):
+        # the others stop waiting for it: their wait share disappears
+        g = Gain.of(removed(wait / 100), 1.0, removed(wait / 100),
+                    f"the other ranks wait {wait:.0f}% of their step for it")
+    else:
+        g = Gain.of(1.0 + slow, 1.0, 1.0 + slow,
+                    f"the straggler is {slow:.0%} slower than the median rank")
+    return [Suggestion(
+        f"Investigate {f.evidence.get('straggler')}",
+        "Everyone waits for the slowest rank at each all-reduce: check its data shard "
+        "size, host load, thermal throttling (NVML clocks) and NIC/NVLink placement.",
+        g.point, g.basis, ID, [round(g.low, 2), round(g.high, 2)])]
 
 
 def find_straggler(work_us: dict[str, list[float]]) -> Finding | None:

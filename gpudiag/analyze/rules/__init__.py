@@ -1,0 +1,131 @@
+"""The rules registry: one module per finding id, listed once in ``RULES``.
+
+Each module holds ``ID``, ``SCOPE`` ("rank": ``detect(RankEvidence)`` per timeline; "run":
+``detect_run(RunEvidence)`` over all ranks), a pure ``detect`` and ``advise(finding,
+situation) -> [Suggestion]`` with its gain model, and its thresholds with their reasons.
+Adding a finding means adding one module and one line here (docs/rules.md).
+
+    findings = detect(evidence)                  # one rank
+    suggestions = advise(findings, situation)    # one ranked, coherent list
+    pre_fit = lint(config)                       # rules that need only the run config
+"""
+
+from __future__ import annotations
+
+from types import ModuleType
+
+from gpudiag.analyze.diagnosis import Finding, Suggestion
+from gpudiag.analyze.rules import (
+    batch_not_multiple_of_replicas,
+    cpu_contention,
+    cpu_saturated,
+    dataloader_in_main_process,
+    exposed_collectives,
+    full_precision,
+    gil_pressure,
+    gpu_idle_gaps,
+    host_overhead,
+    host_to_device_heavy,
+    input_wait,
+    kernel_launch_bound,
+    no_prefetch,
+    partial_last_batch,
+    python_generator,
+    sequential_map,
+    slow_source,
+    small_batch,
+    small_model_multi_gpu,
+    straggler,
+    xla_off,
+)
+from gpudiag.analyze.rules.base import HostFacts, RankEvidence, RunEvidence, Situation
+from gpudiag.trace.runconfig import RunConfig
+from gpudiag.trace.timeline import Timeline
+
+# Order = tie-break order of the report: correctness first, then causes before symptoms.
+RULES: tuple[ModuleType, ...] = (
+    batch_not_multiple_of_replicas,
+    partial_last_batch,
+    cpu_contention,
+    python_generator,
+    sequential_map,
+    no_prefetch,
+    slow_source,
+    dataloader_in_main_process,
+    gil_pressure,
+    input_wait,
+    cpu_saturated,
+    host_to_device_heavy,
+    exposed_collectives,
+    small_model_multi_gpu,
+    straggler,
+    kernel_launch_bound,
+    host_overhead,
+    small_batch,
+    full_precision,
+    xla_off,
+    gpu_idle_gaps,
+)
+
+SEVERITY_ORDER = {"high": 0, "moderate": 1, "info": 2}
+MIN_GAIN = 1.02  # a change worth less than 2% is not worth the reader's time
+UNESTIMATED_MIN_HIGH = 1.10  # an unestimated remedy is shown only if it could be worth 10%
+CORRECTNESS = {"batch-not-multiple-of-replicas", "partial-last-batch"}
+
+__all__ = ["RULES", "HostFacts", "RankEvidence", "RunEvidence", "Situation", "advise",
+           "detect", "detect_run", "lint"]
+
+
+def detect(ev: RankEvidence) -> list[Finding]:
+    """Every per-rank rule's finding for one timeline."""
+    out = []
+    for rule in RULES:
+        if rule.SCOPE == "rank":
+            f = rule.detect(ev)
+            if f is not None:
+                out.append(f)
+    return out
+
+
+def detect_run(run: RunEvidence) -> list[Finding]:
+    out = []
+    for rule in RULES:
+        if rule.SCOPE == "run":
+            f = rule.detect_run(run)
+            if f is not None:
+                out.append(f)
+    return out
+
+
+def lint(config: RunConfig) -> list[Finding]:
+    """Findings that follow from the configuration alone (before the first step)."""
+    return detect(RankEvidence(Timeline(), None, [], config, HostFacts()))
+
+
+def _worth_showing(s: Suggestion) -> bool:
+    if s.finding in CORRECTNESS:
+        return True
+    if s.expected_gain >= MIN_GAIN:
+        return True
+    return bool(s.expected_gain_range) and s.expected_gain_range[-1] >= UNESTIMATED_MIN_HIGH
+
+
+def advise(findings: list[Finding], s: Situation) -> list[Suggestion]:
+    """One ranked list: each remedy once (first finding that offers it), correctness fixes
+    first, then by expected gain."""
+    by_id = {rule.ID: rule for rule in RULES}
+    out: list[Suggestion] = []
+    seen: set[str] = set()
+    for f in findings:
+        rule = by_id.get(f.id)
+        if rule is None:
+            continue
+        for sug in rule.advise(f, s):
+            if sug.title not in seen and _worth_showing(sug):
+                seen.add(sug.title)
+                out.append(sug)
+    out.sort(key=lambda x: (x.finding not in CORRECTNESS, -x.expected_gain,
+                            -(x.expected_gain_range[-1] if x.expected_gain_range else 1.0)))
+    for sug in out:
+        sug.expected_gain = round(sug.expected_gain, 2)
+    return out

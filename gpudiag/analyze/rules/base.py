@@ -1,0 +1,133 @@
+"""What a rule sees: the evidence of one rank (detect) and the whole run (advise). Pure.
+
+    ev = RankEvidence(timeline, breakdown, gaps, config, host)
+    finding = rule.detect(ev)                       # Finding | None
+    suggestions = rule.advise(finding, situation)   # [Suggestion]
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import numpy as np
+
+from gpudiag.analyze.breakdown import Breakdown, empty_shares
+from gpudiag.analyze.diagnosis import Finding, Suggestion
+from gpudiag.analyze.gaps import Gaps
+from gpudiag.trace.runconfig import RunConfig
+from gpudiag.trace.timeline import Timeline
+
+
+@dataclass
+class HostFacts:
+    """Host counters summarised over the run (medians unless named p95); None = not sampled."""
+
+    cpu_total: float | None = None  # % of all cores, every process
+    cpu_process: float | None = None  # % of one core: this process and its worker children
+    cpu_others: float | None = None  # % of all cores used by other processes
+    iowait: float | None = None  # % of all cores
+    gil_p95: float | None = None  # ms
+    gil_reference_p95: float | None = None  # ms
+    gil_typical: float | None = None  # ms
+
+    @classmethod
+    def of(cls, tl: Timeline) -> HostFacts:
+        return cls(
+            cpu_total=_median(tl, "cpu_total"),
+            cpu_process=_median(tl, "cpu_process"),
+            cpu_others=_median(tl, "cpu_others"),
+            iowait=_median(tl, "cpu_iowait"),
+            gil_p95=_percentile(tl, "gil_lateness", 95),
+            gil_reference_p95=_percentile(tl, "gil_reference_lateness", 95),
+            gil_typical=_median(tl, "gil_lateness_p50"),
+        )
+
+    def own_cores(self) -> float | None:
+        """Cores this process (and its workers) kept busy on average."""
+        return None if self.cpu_process is None else self.cpu_process / 100.0
+
+
+def _percentile(tl: Timeline, name: str, q: float) -> float | None:
+    cs = tl.counter(name)
+    vals = np.concatenate([c.values for c in cs]) if cs else np.zeros(0)
+    vals = vals[np.isfinite(vals)]
+    return float(np.percentile(vals, q)) if vals.size else None
+
+
+def _median(tl: Timeline, name: str) -> float | None:
+    return _percentile(tl, name, 50)
+
+
+@dataclass
+class RankEvidence:
+    """One rank's timeline and what the analyzers made of it."""
+
+    timeline: Timeline
+    breakdown: Breakdown | None  # None when no step could be analyzed
+    gaps: list[Gaps]
+    config: RunConfig
+    host: HostFacts
+
+    @property
+    def shares(self) -> dict[str, float]:
+        return self.breakdown.shares if self.breakdown else empty_shares()
+
+    @property
+    def input_share(self) -> float | None:
+        return self.breakdown.shares["input"] if self.breakdown else None
+
+    @property
+    def cpu_device(self) -> bool:
+        return (self.config.device_type or self.timeline.meta.device_type) == "CPU"
+
+
+@dataclass
+class RunEvidence:
+    """Every rank at once, for rules that compare ranks."""
+
+    labels: list[str]
+    breakdowns: list[Breakdown]
+    # who the ranks wait for at the collectives (analyze/arrival.py), found by the facade
+    # because it also fills the per-rank table
+    waited_for: Finding | None = None
+
+
+@dataclass
+class Situation:
+    """What the remedies are chosen against: the merged shares, the verdict, the run's
+    configuration, the host, and the other findings (so advice stays coherent)."""
+
+    shares: dict[str, float]
+    verdict: str
+    config: RunConfig
+    host: HostFacts
+    findings: dict[str, Finding] = field(default_factory=dict)
+    step_ms: float | None = None
+
+    @property
+    def cores(self) -> int | None:
+        return self.config.cores
+
+    @property
+    def cpu_device(self) -> bool:
+        return self.config.device_type == "CPU"
+
+    def has(self, finding_id: str) -> bool:
+        return finding_id in self.findings
+
+
+class Rule(Protocol):
+    """A rule module: ``ID``, ``SCOPE`` and the two functions."""
+
+    ID: str
+    SCOPE: str  # "rank" (detect per timeline) | "run" (detect over all ranks)
+
+    def detect(self, ev: RankEvidence) -> Finding | None: ...
+
+    def advise(self, f: Finding, s: Situation) -> list[Suggestion]: ...
+
+
+def pct(x: float) -> float:
+    """A share as a percentage with one decimal, for evidence."""
+    return round(100.0 * x, 1)

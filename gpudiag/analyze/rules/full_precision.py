@@ -1,0 +1,33 @@
+"""``full-precision``: a compute-bound GPU run in float32. Tensor cores run float16/bfloat16
+matmuls and convolutions at up to 2× the float32 rate. Never on CPU-only runs."""
+
+from __future__ import annotations
+
+from gpudiag.analyze.diagnosis import Finding, Suggestion
+from gpudiag.analyze.rules.base import RankEvidence, Situation, pct
+from gpudiag.analyze.rules.gain import Gain, removed
+
+ID = "full-precision"
+SCOPE = "rank"
+COMPUTE_SHARE = 0.6
+
+
+def detect(ev: RankEvidence) -> Finding | None:
+    cfg, b = ev.config, ev.breakdown
+    if b is None or ev.cpu_device or not ev.timeline.devices:
+        return None
+    if cfg.precision not in (None, "float32") or b.shares["compute"] < COMPUTE_SHARE:
+        return None
+    return Finding(ID, "info", "Compute-bound in float32",
+                   {"compute_share_pct": pct(b.shares["compute"]),
+                    "precision": cfg.precision or "unknown"})
+
+
+def advise(f: Finding, s: Situation) -> list[Suggestion]:
+    c = s.shares["compute"]
+    g = Gain.of(removed(c / 2), 1.0, removed(c / 2),
+                f"half of compute ({c:.0%}) saved on tensor-core GPUs (not measured here)")
+    return [Suggestion(
+        "Use mixed precision",
+        "keras.mixed_precision.set_global_policy('mixed_float16') (bfloat16 on TPU/Hopper).",
+        g.point, g.basis, ID, [round(g.low, 2), round(g.high, 2)])]

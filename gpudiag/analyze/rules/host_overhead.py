@@ -1,0 +1,46 @@
+"""``host-overhead``: steps so short that the host's per-step work (Python, Keras callbacks,
+dispatch of the step function) is a large share of them. ``steps_per_execution`` runs several
+steps per dispatch and pays that cost once."""
+
+from __future__ import annotations
+
+from gpudiag.analyze.diagnosis import Finding, Suggestion
+from gpudiag.analyze.rules.base import RankEvidence, Situation, pct
+from gpudiag.analyze.rules.gain import Gain, batch_scaled
+
+ID = "host-overhead"
+SCOPE = "rank"
+SHORT_STEP_MS = 10.0  # steps this short are where per-step host costs (~1 ms) start to show
+OVERHEAD_SHARE = 0.30  # host 'other' time worth amortising
+STEPS = 8  # the steps_per_execution the advice proposes
+KERAS = ("tensorflow", "jax", "torch")
+
+
+def detect(ev: RankEvidence) -> Finding | None:
+    cfg, b = ev.config, ev.breakdown
+    if b is None or (cfg.steps_per_execution or 1) > 1 or cfg.framework not in KERAS:
+        return None
+    if cfg.python_ops or cfg.input_kind in ("generator", "pydataset"):
+        return None  # host time there is mostly Keras waiting on the Python input
+    step_ms = b.step_time_us / 1000.0
+    other = b.shares["other"]
+    if step_ms >= SHORT_STEP_MS or other < OVERHEAD_SHARE or b.shares["input"] >= other:
+        return None
+    return Finding(
+        ID, "moderate", f"Per-step host overhead is {pct(other)}% of {step_ms:.1f} ms steps",
+        {"step_median_ms": round(step_ms, 3), "host_other_share_pct": pct(other),
+         "steps_per_execution": cfg.steps_per_execution or 1})
+
+
+def advise(f: Finding, s: Situation) -> list[Suggestion]:
+    other = s.shares["other"]
+    # part of 'other' is per-step work that stays (optimizer slots, small host ops): the point
+    # counts half of it as amortisable, the range from a quarter to all of it
+    g = Gain.of(batch_scaled(other * 0.5, STEPS), batch_scaled(other * 0.25, STEPS),
+                batch_scaled(other, STEPS),
+                f"host overhead {other:.0%} of step time paid once per {STEPS} steps")
+    return [Suggestion(
+        f"Run {STEPS} steps per execution",
+        f"model.compile(..., steps_per_execution={STEPS}): Keras dispatches {STEPS} steps at "
+        "once and runs per-batch callbacks once per execution.",
+        g.point, g.basis, ID, [round(g.low, 2), round(g.high, 2)])]

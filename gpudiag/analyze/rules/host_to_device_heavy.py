@@ -1,0 +1,39 @@
+"""``host-to-device-heavy``: host<->device copies take a large share and are not hidden."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from gpudiag.analyze import thresholds as T
+from gpudiag.analyze.diagnosis import Finding, Suggestion
+from gpudiag.analyze.rules.base import RankEvidence, Situation, pct
+from gpudiag.analyze.rules.gain import Gain, removed
+
+ID = "host-to-device-heavy"
+SCOPE = "rank"
+
+
+def detect(ev: RankEvidence) -> Finding | None:
+    b = ev.breakdown
+    if b is None:
+        return None
+    exposed = b.shares["transfer"]
+    total = float(np.mean([d.transfer_total for d in b.devices])) if b.devices else 0.0
+    if exposed < T.TRANSFER_HIGH / 2 and total < T.TRANSFER_HIGH:
+        return None
+    return Finding(
+        id=ID, severity="high" if exposed >= T.TRANSFER_HIGH else "moderate",
+        title=f"Host<->device copies take {pct(total)}% of step time "
+        f"({pct(exposed)}% not overlapped)",
+        evidence={"transfer_pct": pct(total), "exposed_transfer_pct": pct(exposed)})
+
+
+def advise(f: Finding, s: Situation) -> list[Suggestion]:
+    x = s.shares["transfer"]
+    g = Gain.of(removed(x / 2), 1.0, removed(x),
+                f"exposed copies are {x:.0%} of step time; half hidden or shrunk at the point")
+    return [Suggestion(
+        "Shrink and overlap host-to-device copies",
+        "Send compact dtypes (uint8 images, cast on device), prefetch to the device "
+        "(tf.data.experimental.prefetch_to_device / pin_memory + non_blocking=True).",
+        g.point, g.basis, ID, [round(g.low, 2), round(g.high, 2)])]

@@ -1,0 +1,177 @@
+"""One plan for a starved input: what kind of work feeds the device, and the remedies that can
+help that kind. Every input finding advises through here, so the report never holds two
+contradicting input remedies. Pure.
+
+Kinds of input work (``input_work``), chosen from stable signals — the run's configuration and
+the host's CPU use — never from the input share alone, which swings run to run:
+
+* ``python``: generator, PyDataset, or py_function/numpy_function inside tf.data, holding the
+  GIL. Threads cannot run it in parallel (a parallel map over it measured 0.94×): it needs
+  worker processes (PyDataset(workers, use_multiprocessing=True)) or a rewrite as TF ops.
+* ``python-waiting``: Python input that mostly waits (file or network reads, sleeps): the
+  process is far from one busy core. Threads help here: parallel map, thread workers.
+* ``native``: tf.data of TF ops. TF runs them outside the GIL: a parallel map helps.
+
+    for sug in input_remedies(situation): ...
+"""
+
+from __future__ import annotations
+
+from gpudiag.analyze.diagnosis import Suggestion
+from gpudiag.analyze.rules.base import Situation
+from gpudiag.analyze.rules.gain import Gain, capacity, pipelined, removed
+
+# Python input whose process keeps less than this many cores busy is waiting, not computing
+# (a GIL-bound producer alone keeps one core busy; measured: see docs/thresholds.md).
+WAITING_CORES = 0.6
+# Below this capacity headroom (cores free / cores in use) more parallelism cannot help.
+NO_HEADROOM = 1.1
+# Multiprocessing workers pay pickling and IPC per batch: the share of their ideal speed-up
+# kept (calibrated by benchmarks/fix_gains.py, docs/remedies.md).
+PROCESS_EFFICIENCY = 0.85
+
+
+def input_work(s: Situation) -> str:
+    cfg = s.config
+    python = bool(cfg.python_ops) or cfg.input_kind in ("generator", "pydataset") or s.has(
+        "python-generator")
+    if python:
+        own = s.host.own_cores()
+        if own is not None and own < WAITING_CORES and not s.has("gil-pressure"):
+            return "python-waiting"
+        return "python"
+    if cfg.input_kind == "tf.data" or cfg.maps:
+        return "native"
+    return "unknown"
+
+
+def _cores(s: Situation) -> int:
+    return s.config.cores or 1  # unknown: claim no parallel speed-up
+
+
+def _headroom(s: Situation) -> float | None:
+    """How much faster the machine could go at best: only bounded on CPU-only runs, where the
+    model and the input pipeline share the cores."""
+    if not s.cpu_device:
+        return None
+    return capacity(s.config.cores, s.host.own_cores(), s.host.cpu_others)
+
+
+def _input_gain(s: Situation, n: float, hidden_ok: bool) -> Gain:
+    """Producer spread over ``n`` effective workers. For Python input Keras's own queue thread
+    may hide part of the wait as host 'other' time: the high end counts it as input."""
+    inp = s.shares["input"]
+    hidden = s.shares["other"] if hidden_ok else 0.0
+    g = Gain.of(pipelined(inp, n), pipelined(inp, n), pipelined(inp + hidden, n),
+                f"input wait {inp:.0%} of step time, producer spread over {n:g} workers")
+    head = _headroom(s)
+    return g.capped(head, f"CPU-only run: at most {head:.2f}× more CPU available"
+                    if head else "")
+
+
+def _workers_remedy(s: Situation, kind: str) -> list[Suggestion]:
+    cfg = s.config
+    n = _cores(s)
+    have = cfg.workers or 1
+    if cfg.input_kind == "pydataset" and cfg.use_multiprocessing and have >= n:
+        return []  # already as parallel as the machine allows
+    if n < 2:
+        return []
+    eff = n * PROCESS_EFFICIENCY if cfg.use_multiprocessing or kind == "python" else n
+    g = _input_gain(s, eff / max(1, have) if cfg.input_kind == "pydataset" else eff, True)
+    where = {
+        "generator": "Replace the generator with a keras.utils.PyDataset whose __getitem__ "
+                     "builds one batch",
+        "pydataset": f"Your PyDataset runs {have} worker(s)"
+                     + ("" if cfg.use_multiprocessing else " in threads"),
+        "tf.data": "Move the Python step (py_function/numpy_function) out of tf.data into a "
+                   "keras.utils.PyDataset whose __getitem__ builds one batch",
+    }.get(cfg.input_kind or "", "Produce batches in a keras.utils.PyDataset")
+    return [Suggestion(
+        f"Run the Python input in {n} worker processes",
+        f"{where}: PyDataset(workers={n}, use_multiprocessing=True). Python code holds the "
+        "GIL, so threads (parallel map, thread workers) cannot run it in parallel; processes can.",
+        g.point, g.basis, _finding(s, "python-generator", "gil-pressure", "input-wait"),
+        [round(g.low, 2), round(g.high, 2)])]
+
+
+def _parallel_map_remedy(s: Situation) -> list[Suggestion]:
+    cfg = s.config
+    if not cfg.sequential_maps:
+        return []  # every map already parallel (or no map at all)
+    n = _cores(s)
+    if n < 2:
+        return []
+    g = _input_gain(s, n, False)
+    return [Suggestion(
+        "Parallelise the tf.data map",
+        f"ds.map(fn, num_parallel_calls=tf.data.AUTOTUNE): {cfg.sequential_maps} map(s) now "
+        f"run on one core; this run has {n} cores. TF ops run outside the GIL, so the map "
+        "spreads over them.",
+        g.point, g.basis, _finding(s, "sequential-map", "input-wait"),
+        [round(g.low, 2), round(g.high, 2)])]
+
+
+def _prefetch_remedy(s: Situation) -> list[Suggestion]:
+    cfg = s.config
+    if cfg.prefetch or cfg.root_prefetch is not False:
+        return []  # TF injects a root prefetch unless told not to: nothing to overlap
+    inp = s.shares["input"]
+    overlap = min(inp, 1.0 - inp)
+    g = Gain.of(removed(overlap), 1.0, removed(overlap),
+                f"up to the overlap of input ({inp:.0%}) with compute")
+    return [Suggestion(
+        "Prefetch so input overlaps compute",
+        "End the pipeline with ds.prefetch(tf.data.AUTOTUNE): the pipeline has no prefetch "
+        "and TensorFlow's automatic one is off.",
+        g.point, g.basis, "no-prefetch", [round(g.low, 2), round(g.high, 2)])]
+
+
+def _less_work_remedy(s: Situation, head: float | None) -> list[Suggestion]:
+    inp = s.shares["input"]
+    g = Gain.of(1.0, 1.0, removed(inp), "not estimated: depends on how much per-sample work "
+                f"you remove; removing all of it would be worth {removed(inp):.2f}×")
+    cache = "" if s.config.cache else "cache decoded samples (ds.cache()) before random " \
+        "augmentation, "
+    return [Suggestion(
+        "Do less CPU work per sample",
+        f"The CPU has no headroom (at most {head or 1.0:.2f}× more available), so more "
+        f"parallelism cannot help: {cache}pre-resize or pre-decode data offline, or move "
+        "augmentation into the model (Keras preprocessing layers) where it runs with compute.",
+        g.point, g.basis, _finding(s, "cpu-saturated", "input-wait"),
+        [round(g.low, 2), round(g.high, 2)])]
+
+
+def _unknown_remedy(s: Situation) -> list[Suggestion]:
+    inp = s.shares["input"]
+    g = Gain.of(1.0, 1.0, removed(inp), "not estimated: the trace does not show what the input "
+                f"pipeline runs; removing the whole wait ({inp:.0%}) would be worth "
+                f"{removed(inp):.2f}×")
+    return [Suggestion(
+        "Find out what the input pipeline spends its time on",
+        "Record the run with DiagnoseCallback(dataset=...) so gpudiag sees the pipeline; then: "
+        "native TF ops -> map(num_parallel_calls=AUTOTUNE); Python code -> "
+        "PyDataset(workers, use_multiprocessing=True); file reads -> interleave + cache.",
+        g.point, g.basis, _finding(s, "input-wait"), [round(g.low, 2), round(g.high, 2)])]
+
+
+def _finding(s: Situation, *ids: str) -> str:
+    return next((i for i in ids if s.has(i)), ids[-1])
+
+
+def input_remedies(s: Situation) -> list[Suggestion]:
+    """The remedies for a starved input, chosen by the kind of input work."""
+    kind = input_work(s)
+    head = _headroom(s)
+    if head is not None and head < NO_HEADROOM:
+        return _less_work_remedy(s, head)
+    out = _prefetch_remedy(s)
+    if kind == "python":
+        out += _workers_remedy(s, kind)
+    elif kind == "python-waiting":
+        out += _parallel_map_remedy(s) + _workers_remedy(s, kind)
+    elif kind == "native":
+        out += _parallel_map_remedy(s)
+    else:
+        out += _unknown_remedy(s)
+    return out

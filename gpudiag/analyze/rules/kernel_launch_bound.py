@@ -1,0 +1,50 @@
+"""``kernel-launch-bound``: many tiny kernels and an idle accelerator: the host cannot
+launch work fast enough."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from gpudiag.analyze import thresholds as T
+from gpudiag.analyze.diagnosis import Finding, Suggestion
+from gpudiag.analyze.rules.base import RankEvidence, Situation, pct
+from gpudiag.analyze.rules.gain import Gain, batch_scaled
+from gpudiag.trace.timeline import Kind
+
+ID = "kernel-launch-bound"
+SCOPE = "rank"
+
+
+def detect(ev: RankEvidence) -> Finding | None:
+    tl, b = ev.timeline, ev.breakdown
+    if b is None or not b.steps_analyzed or b.shares["other"] < T.LAUNCH_IDLE_SHARE:
+        return None
+    durations = [iv.ends - iv.starts for (d, k), iv in tl.activity.items()
+                 if k is Kind.COMPUTE and not d.upper().startswith("CPU")]
+    if not durations:
+        return None
+    median = float(np.median(np.concatenate(durations)))
+    if median >= T.LAUNCH_MEDIAN_KERNEL_US:
+        return None
+    idle = b.shares["other"]
+    kernels = sum(tl.kernel_counts.values()) / max(1, len(tl.devices)) / max(1, len(tl.steps))
+    return Finding(
+        id=ID, severity="high" if idle >= 0.3 else "moderate",
+        title=f"Device idle {pct(idle)}% between tiny kernels (median {median:.1f} µs)",
+        evidence={"idle_pct": pct(idle), "median_kernel_us": round(median, 2),
+                  "kernels_per_step": round(kernels, 1)})
+
+
+def advise(f: Finding, s: Situation) -> list[Suggestion]:
+    other = s.shares["other"]
+    out = []
+    if s.config.jit_compile is not True:
+        g = Gain.of(batch_scaled(other, 2), 1.0, batch_scaled(other, 4),
+                    f"idle between kernels {other:.0%}; fusion removes part of the launches "
+                    "(not measured on this machine)")
+        out.append(Suggestion(
+            "Fuse small kernels",
+            "Compile the step: model.compile(..., jit_compile=True) (XLA); torch.compile or "
+            "CUDA graphs on PyTorch.",
+            g.point, g.basis, ID, [round(g.low, 2), round(g.high, 2)]))
+    return out

@@ -1,0 +1,26 @@
+"""``no-prefetch``: nothing overlaps input with compute. TensorFlow injects a root prefetch
+by itself (and Keras prefetches generators and PyDatasets), so this fires only when the
+configuration shows the automatic one is off too."""
+
+from __future__ import annotations
+
+from gpudiag.analyze.diagnosis import Finding, Suggestion
+from gpudiag.analyze.rules.base import RankEvidence, Situation
+from gpudiag.analyze.rules.input_plan import input_remedies
+
+ID = "no-prefetch"
+SCOPE = "rank"
+
+
+def detect(ev: RankEvidence) -> Finding | None:
+    cfg = ev.config
+    if cfg.input_kind != "tf.data" or cfg.prefetch or cfg.root_prefetch is not False:
+        return None
+    return Finding(
+        id=ID, severity="moderate" if cfg.maps or cfg.python_ops else "info",
+        title="Input pipeline has no prefetch and TensorFlow's automatic one is off",
+        evidence={"prefetch": False, "automatic_prefetch": False}, source="lint")
+
+
+def advise(f: Finding, s: Situation) -> list[Suggestion]:
+    return input_remedies(s)

@@ -1,0 +1,35 @@
+"""``partial-last-batch``: the last batch is short, so some replicas get few or no samples
+(lint); with BatchNormalization that corrupts the statistics."""
+
+from __future__ import annotations
+
+from gpudiag.analyze.diagnosis import Finding, Suggestion
+from gpudiag.analyze.rules.base import RankEvidence, Situation
+
+ID = "partial-last-batch"
+SCOPE = "rank"
+
+
+def detect(ev: RankEvidence) -> Finding | None:
+    cfg = ev.config
+    batch, replicas, samples = cfg.global_batch, cfg.replicas or 1, cfg.samples
+    if replicas <= 1 or not batch or not samples or samples % batch == 0:
+        return None
+    if cfg.drop_remainder is not False:
+        return None
+    last = samples % batch
+    bn = bool(cfg.batchnorm)
+    return Finding(
+        ID, "high" if bn else "moderate",
+        f"Last batch has {last} samples ({last / replicas:.1f} per replica)"
+        + (" and the model has BatchNormalization" if bn else ""),
+        {"samples": samples, "global_batch": batch, "last_batch": last,
+         "replicas": replicas, "batchnorm": bn}, "lint")
+
+
+def advise(f: Finding, s: Situation) -> list[Suggestion]:
+    return [Suggestion(
+        "Drop the ragged last batch",
+        "ds.batch(global_batch, drop_remainder=True): a short last batch gives some "
+        "replicas few or no samples, corrupting BatchNormalization statistics.",
+        1.0, "correctness of BatchNormalization statistics", ID)]

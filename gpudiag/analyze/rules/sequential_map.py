@@ -1,0 +1,39 @@
+"""``sequential-map``: a tf.data map without num_parallel_calls (lint from the run config, or
+a ``Map`` stage seen in a TF profile)."""
+
+from __future__ import annotations
+
+from gpudiag.analyze import thresholds as T
+from gpudiag.analyze.diagnosis import Finding, Suggestion
+from gpudiag.analyze.rules.base import RankEvidence, Situation, pct
+from gpudiag.analyze.rules.input_plan import input_remedies
+
+ID = "sequential-map"
+SCOPE = "rank"
+
+
+def detect(ev: RankEvidence) -> Finding | None:
+    cfg = ev.config
+    if not cfg.sequential_maps:
+        return None
+    share = ev.input_share
+    evidence: dict[str, object] = {"sequential_maps": cfg.sequential_maps,
+                                   "parallel_maps": cfg.parallel_maps or 0}
+    if share is not None:
+        evidence["input_share_pct"] = pct(share)
+    chain = ev.timeline.pipeline.get("iterator_chains") or ev.timeline.pipeline.get(
+        "input", {}).get("chain")
+    if chain:
+        evidence["pipeline"] = chain[0] if isinstance(chain, list) and chain and isinstance(
+            chain[0], str) and "::" in chain[0] else " <- ".join(map(str, chain))
+    return Finding(
+        id=ID,
+        severity="high" if share is not None and share >= T.INPUT_HIGH else "moderate",
+        title=f"{cfg.sequential_maps} tf.data map(s) run sequentially (no num_parallel_calls)",
+        evidence=evidence,
+        source="lint" if share is None else "trace",
+    )
+
+
+def advise(f: Finding, s: Situation) -> list[Suggestion]:
+    return input_remedies(s) if s.shares["input"] >= T.INPUT_MODERATE else []

@@ -1,0 +1,91 @@
+"""What the run already does: the configuration the remedies are chosen against.
+
+A remedy is never offered when the configuration shows it is in place, and the kind of input
+work (Python under the GIL, native TF ops, I/O) decides which remedies can help. The callback
+records a ``RunConfig`` in the trace header; foreign-trace readers fill what their trace
+reveals (framework, precision, inference vs training, tf.data stages). ``None`` = unknown.
+
+    cfg = RunConfig(framework="tensorflow", input_kind="tf.data", sequential_maps=1)
+    cfg.update({"jit_compile": True})
+    cfg.to_dict()       # only the known facts, JSON-ready
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Any
+
+INPUT_KINDS = ("tf.data", "pydataset", "generator", "array", "dataloader", "unknown")
+
+
+@dataclass
+class RunConfig:
+    # --- program ---------------------------------------------------------------------------
+    framework: str | None = None  # tensorflow | jax | torch | pytorch
+    device_type: str | None = None  # GPU | CPU | TPU ...
+    training: bool | None = None  # False: an inference-only trace
+    jit_compile: bool | None = None  # XLA compilation of the step
+    steps_per_execution: int | None = None
+    precision: str | None = None  # dtype policy: float32 | mixed_float16 | mixed_bfloat16 ...
+    params: int | None = None
+    batchnorm: bool | None = None
+    # --- input -----------------------------------------------------------------------------
+    input_kind: str | None = None  # one of INPUT_KINDS
+    prefetch: bool | None = None  # the user's own prefetch stage
+    root_prefetch: bool | None = None  # TF / Keras overlaps input with compute by itself
+    sequential_maps: int | None = None
+    parallel_maps: int | None = None
+    cache: bool | None = None
+    interleave: bool | None = None
+    python_ops: bool | None = None  # generator / py_function / numpy_function / PyDataset
+    file_source: str | None = None
+    workers: int | None = None  # PyDataset / DataLoader workers
+    use_multiprocessing: bool | None = None
+    samples: int | None = None
+    drop_remainder: bool | None = None
+    # --- scale -----------------------------------------------------------------------------
+    replicas: int | None = None
+    global_batch: int | None = None
+    cores: int | None = None  # usable by this process (affinity and cgroup quota)
+
+    @property
+    def per_replica_batch(self) -> float | None:
+        if not self.global_batch:
+            return None
+        return self.global_batch / max(1, self.replicas or 1)
+
+    @property
+    def maps(self) -> int:
+        return (self.sequential_maps or 0) + (self.parallel_maps or 0)
+
+    def update(self, facts: dict[str, Any]) -> None:
+        """Fill fields from a dict (a trace header); unknown keys and None are ignored."""
+        for f in fields(self):
+            value = facts.get(f.name)
+            if value is None:
+                continue
+            if f.type == "bool | None":
+                setattr(self, f.name, bool(value))
+            elif f.type == "int | None":
+                try:
+                    setattr(self, f.name, int(value))
+                except (TypeError, ValueError):
+                    continue
+            else:
+                setattr(self, f.name, str(value))
+
+    def fill(self, other: RunConfig) -> None:
+        """Take ``other``'s known facts where this one has none."""
+        for f in fields(self):
+            if getattr(self, f.name) is None and getattr(other, f.name) is not None:
+                setattr(self, f.name, getattr(other, f.name))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self)
+                if getattr(self, f.name) is not None}
+
+    @classmethod
+    def from_dict(cls, facts: dict[str, Any]) -> RunConfig:
+        cfg = cls()
+        cfg.update(facts)
+        return cfg
