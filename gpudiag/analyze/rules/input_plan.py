@@ -50,11 +50,13 @@ def _cores(s: Situation) -> int:
 
 
 def _headroom(s: Situation) -> float | None:
-    """How much faster the machine could go at best: only bounded on CPU-only runs, where the
-    model and the input pipeline share the cores."""
+    """How much more CPU the run could use at best: only bounded on CPU-only runs, where the
+    model and the input pipeline share the cores. Other processes' load is left out on
+    purpose: it comes and goes, and the same run must get the same remedies (a neighbour is
+    reported by ``cpu-contention``)."""
     if not s.cpu_device:
         return None
-    return capacity(s.config.cores, s.host.own_cores(), s.host.cpu_others)
+    return capacity(s.config.cores, s.host.own_cores())
 
 
 def _input_gain(s: Situation, n: float, hidden_ok: bool) -> Gain:
@@ -64,6 +66,8 @@ def _input_gain(s: Situation, n: float, hidden_ok: bool) -> Gain:
     hidden = s.shares["other"] if hidden_ok else 0.0
     g = Gain.of(pipelined(inp, n), pipelined(inp, n), pipelined(inp + hidden, n),
                 f"input wait {inp:.0%} of step time, producer spread over {n:g} workers")
+    if input_work(s) == "python-waiting":
+        return g  # waiting work needs no CPU: the cores do not bound it
     head = _headroom(s)
     return g.capped(head, f"CPU-only run: at most {head:.2f}× more CPU available"
                     if head else "")
@@ -161,9 +165,11 @@ def _finding(s: Situation, *ids: str) -> str:
 
 def input_remedies(s: Situation) -> list[Suggestion]:
     """The remedies for a starved input, chosen by the kind of input work."""
+    if s.config.input_kind == "dataloader" or s.has("dataloader-in-main-process"):
+        return []  # PyTorch: the DataLoader rule advises
     kind = input_work(s)
     head = _headroom(s)
-    if head is not None and head < NO_HEADROOM:
+    if head is not None and head < NO_HEADROOM and kind != "python-waiting":
         return _less_work_remedy(s, head)
     out = _prefetch_remedy(s)
     if kind == "python":
