@@ -214,7 +214,8 @@ def _device_rows(labels: list[str], parts: list[Breakdown], gaps: list[list[Gaps
 
 
 def _step_stats(timelines: list[Timeline], parts: list[Breakdown]) -> dict[str, object]:
-    durations = np.concatenate([tl.steps.durations for tl in timelines]) if timelines else []
+    durations = (np.concatenate([tl.steps.durations for tl in timelines]) if timelines
+                 else np.zeros(0))
     analyzed = sum(b.steps_analyzed for b in parts)
     if not len(durations):
         return {"count": 0, "analyzed": 0}

@@ -17,6 +17,7 @@ from typing import Any
 from gpudiag import __version__
 from gpudiag.analyze.breakdown import CATEGORIES
 from gpudiag.analyze.diagnosis import Diagnosis, Finding
+from gpudiag.show.units import gain_text
 
 COLOURS = {
     "input": "#d62728",
@@ -415,7 +416,7 @@ def _suggestions_section(d: Diagnosis) -> str:
         return ""
     rows = []
     for s in d.suggestions:
-        gain = f"≤{s.expected_gain:.2f}×" if s.expected_gain > 1.0 else "fix"
+        gain = gain_text(s.expected_gain, s.expected_gain_range)
         rows.append(
             f'<tr><td class="gain">{e(gain)}</td><td><b>{e(s.title)}</b><br>'
             f'{e(s.detail)}<br><span class="muted">basis: {e(s.basis)}'

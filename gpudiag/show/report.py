@@ -16,6 +16,7 @@ from rich.text import Text
 
 from gpudiag.analyze.breakdown import CATEGORIES
 from gpudiag.analyze.diagnosis import Diagnosis
+from gpudiag.show.units import evidence_item, gain_text
 
 COLOURS = {
     "input": "red",
@@ -78,45 +79,8 @@ def step_strip(per_step: list[dict[str, float]], width: int) -> Text:
     return text
 
 
-# evidence keys carry their unit as a suffix; the report prints the unit, not the suffix
-UNIT_SUFFIXES = (("_pct", "%"), ("_ms", " ms"), ("_us", " µs"), ("_cores", " cores"),
-                 ("_mib", " MiB"), ("_s", " s"))
-KEY_UNITS = {"waiting_in": " ms"}  # keys kept for compatibility, with their unit
-
-
-def evidence_item(key: str, value: object) -> str:
-    """``input_share_pct=40.0`` -> ``input share 40.0%``; dicts show their first two items."""
-    unit = KEY_UNITS.get(key, "")
-    for suffix, u in UNIT_SUFFIXES:
-        if key.endswith(suffix):
-            key, unit = key[: -len(suffix)], u
-            break
-    label = key.replace("_", " ")
-    if isinstance(value, dict):
-        inner = ", ".join(f"{kk}: {vv}{unit}" for kk, vv in list(value.items())[:2])
-        return f"{label}: {inner}"
-    if value is None:
-        return f"{label}: not measured"
-    if isinstance(value, bool):
-        return f"{label}: {'yes' if value else 'no'}"
-    return f"{label} {value}{unit}"
-
-
 def _evidence_text(evidence: dict[str, object]) -> str:
     return " · ".join(evidence_item(k, v) for k, v in evidence.items() if k != "fix")
-
-
-def _gain_text(point: float, rng: list[float]) -> str:
-    """``1.45× (1.3–1.6×)``; ``up to 1.8×`` when no point estimate is claimed; ``fix`` for
-    correctness fixes."""
-    if not rng:
-        return "fix" if point <= 1.0 else f"{point:.2f}×"
-    lo, hi = rng[0], rng[-1]
-    if point <= 1.0:
-        return f"up to {hi:.2f}×"
-    if hi - lo < 0.02:
-        return f"{point:.2f}×"
-    return f"{point:.2f}×\n({lo:.2f}–{hi:.2f}×)"
 
 
 def render_report(d: Diagnosis, width: int = 100) -> RenderableType:
@@ -154,7 +118,7 @@ def render_report(d: Diagnosis, width: int = 100) -> RenderableType:
         t.add_column("gain", justify="right")
         t.add_column("change", overflow="fold")
         for s in d.suggestions[:5]:
-            gain = _gain_text(s.expected_gain, s.expected_gain_range)
+            gain = gain_text(s.expected_gain, s.expected_gain_range, "\n")
             t.add_row(Text(gain, style="bold green"),
                       Text(s.title, style="bold").append(f"\n{s.detail}\n", style="")
                       .append(f"basis: {s.basis}", style="bright_black"))
@@ -175,9 +139,9 @@ def render_report(d: Diagnosis, width: int = 100) -> RenderableType:
                   pad_edge=False)
         for col in ("rank", "verdict", "steps", "step", "input", "compute", "sync", "other"):
             t.add_column(col, justify="left" if col in ("rank", "verdict") else "right")
-        for r in d.ranks[:64]:
-            b = r.breakdown
-            t.add_row(r.label, r.verdict, str(r.steps), f"{r.step_ms:.1f} ms",
+        for rank in d.ranks[:64]:
+            b = rank.breakdown
+            t.add_row(rank.label, rank.verdict, str(rank.steps), f"{rank.step_ms:.1f} ms",
                       f"{100 * b['input']:.0f}%", f"{100 * b['compute']:.0f}%",
                       f"{100 * b['sync']:.0f}%", f"{100 * b['other']:.0f}%")
         parts += [Text(""), t]

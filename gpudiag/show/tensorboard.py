@@ -18,6 +18,7 @@ from typing import Any
 
 from gpudiag.analyze.breakdown import CATEGORIES
 from gpudiag.analyze.diagnosis import Diagnosis
+from gpudiag.show.units import gain_text
 
 
 def tensorboard_targets(
@@ -49,7 +50,7 @@ def verdict_markdown(d: Diagnosis) -> str:
     if d.findings:
         lines += ["", "Findings: " + ", ".join(f"`{f.id}` ({f.severity})" for f in d.findings)]
     for s in d.suggestions[:3]:
-        gain = f"≤{s.expected_gain:.2f}×" if s.expected_gain > 1.0 else "fix"
+        gain = gain_text(s.expected_gain, s.expected_gain_range)
         lines.append(f"- {gain} {s.title}: {s.detail}")
     return "\n".join(lines)
 
