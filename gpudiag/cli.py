@@ -62,8 +62,10 @@ def _parser() -> argparse.ArgumentParser:
     )
     a.add_argument("paths", nargs="+", metavar="PATH", help="trace file(s), .gz or not")
     a.add_argument("--json", action="store_true", help="print Diagnosis.to_dict() as JSON")
-    a.add_argument("--fail-on", type=_verdict_list, default=[], metavar="VERDICT[,VERDICT]",
-                   help="exit 3 when the verdict is one of these (for CI gates)")
+    a.add_argument("--fail-on", type=_verdict_list, default=[], action="extend",
+                   metavar="VERDICT[,VERDICT]",
+                   help="exit 3 when the verdict is one of these (for CI gates; may be "
+                   "repeated: the lists add up)")
     a.add_argument("--html", metavar="OUT.html", default=None,
                    help="also write a self-contained HTML report (no network fetches)")
     c = sub.add_parser(
@@ -82,7 +84,8 @@ def _parser() -> argparse.ArgumentParser:
                     help="seconds between frames (default 1)")
     lv.add_argument("--once", action="store_true", help="print one frame and exit")
     lv.add_argument("--follow", metavar="TRACE",
-                    help="tail a trace a DiagnoseCallback is writing; adds a training panel")
+                    help="tail a trace a DiagnoseCallback is writing; adds a training panel "
+                    "(a quoted pattern picks its newest match)")
     d = sub.add_parser("demo", help="train a small Keras model starved, then fixed, and compare")
     d.add_argument("--quick", action="store_true", help="fewer steps (for tests)")
     d.add_argument("--out", default=None, metavar="DIR", help="where to write the two traces")
@@ -139,7 +142,8 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     from gpudiag.show.report import render_report
 
     try:
-        diagnosis = _diagnose_paths(args.paths, Console(stderr=True))
+        paths = [f for arg in args.paths for f in expand_pattern(arg)]
+        diagnosis = _diagnose_paths(paths, Console(stderr=True))
     except BadInput as e:
         return _fail(str(e))
     if args.html:
@@ -168,6 +172,12 @@ def _run_files(arg: str) -> list[str]:
         if not files:
             raise BadInput(f"{arg}: directory holds no trace files")
         return files
+    return expand_pattern(arg)
+
+
+def expand_pattern(arg: str) -> list[str]:
+    """A glob pattern the shell left alone (quoted; Windows and zsh never expand for us) is
+    expanded here, sorted; any other argument is a path."""
     if not os.path.exists(arg) and glob.has_magic(arg):
         files = sorted(glob.glob(arg))
         if not files:
@@ -224,6 +234,12 @@ def cmd_live(args: argparse.Namespace) -> int:
 
     if args.interval <= 0:
         return _fail("--interval must be positive")
+    if args.follow and not os.path.exists(args.follow) and glob.has_magic(args.follow):
+        matches = glob.glob(args.follow)
+        if not matches:
+            return _fail(f"{args.follow}: no file matches this pattern (give the trace's "
+                         "name to wait for a run that has not started)")
+        args.follow = max(matches, key=os.path.getmtime)  # the newest run
     if args.follow:
         problem = _follow_problem(args.follow)
         if problem:

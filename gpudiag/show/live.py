@@ -713,6 +713,8 @@ def run_live(
                 state.errors = sset.errors
                 console.print(render(state, console.width, None))
                 return 0
+            if not console.is_terminal:  # piped or logged: plain lines, one per interval
+                return _plain_loop(console, state, sset, source, interval, duration)
             return _loop(console, state, sset, source, interval, duration)
     finally:
         if source is not None:
@@ -758,6 +760,64 @@ def _loop(
                 wait = next_t - now if t_end is None else min(next_t, t_end) - now
                 if "q" in keys.wait(wait).lower():
                     break
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+def plain_line(state: LiveState, why: bool = False) -> str:
+    """One self-contained line per interval for logs and pipes: every figure with its unit.
+    ``why``: say why no GPU is measured (the first line only; later lines stay short)."""
+    parts = [time.strftime("%H:%M:%S")]
+    gpus = state.gpus
+    if not gpus:
+        parts.append(f"GPU: none ({state.gpu_reason or 'not measured'})" if why else "GPU: none")
+    for g in gpus:
+        mem = (f", mem {_gib(g.mem_used_mib)}/{_gib(g.mem_total_mib)} GiB"
+               if g.mem_used_mib is not None and g.mem_total_mib else "")
+        parts.append(f"GPU {g.index} util {_pct(g.util)}{mem}")
+    h = state.host
+    if h is not None:
+        parts.append(f"host CPU {_pct(h.cpu_total)} (busiest core {_pct(h.cpu_max_core)}), "
+                     f"mem {_pct(h.mem_used_pct)}")
+    t = state.training
+    if t is not None:
+        rate = "—" if t.steps_per_s is None else f"{t.steps_per_s:.1f} steps/s"
+        step = "" if t.step_time_ms is None else f", step {t.step_time_ms:.1f} ms"
+        inp = "" if t.input_share is None else f", input {100 * t.input_share:.0f}%"
+        sync = "" if t.sync_share is None else f", sync {100 * t.sync_share:.0f}%"
+        verdict = "" if not t.verdict else f", {t.verdict}"
+        conf = "" if t.confidence is None or not t.verdict else f" ({t.confidence:.2f})"
+        parts.append(f"training {rate}{step}{inp}{sync}{verdict}{conf}")
+    return "  |  ".join(parts)
+
+
+def _plain_loop(
+    console: Console,
+    state: LiveState,
+    sset: SamplerSet,
+    source: TrainingPanelSource | None,
+    interval: float,
+    duration: float | None,
+) -> int:
+    sset.start_all()
+    t_end = None if duration is None else time.monotonic() + duration
+    next_t = time.monotonic() + min(interval, 0.5)  # a first line soon, then every interval
+    first = True
+    try:
+        while True:
+            now = time.monotonic()
+            wake = next_t if t_end is None else min(next_t, t_end)
+            if wake > now:
+                time.sleep(wake - now)
+            if t_end is not None and time.monotonic() >= t_end:
+                break
+            _poll(source, state)
+            state.errors = sset.errors
+            console.file.write(plain_line(state, why=first) + "\n")
+            first = False
+            console.file.flush()
+            next_t = max(next_t + interval, time.monotonic())
     except KeyboardInterrupt:
         pass
     return 0

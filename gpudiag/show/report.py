@@ -9,7 +9,9 @@ does not also carry).
 
 from __future__ import annotations
 
-from rich.console import Group, RenderableType
+from collections.abc import Callable, Iterator
+
+from rich.console import Console, ConsoleOptions, Group, RenderableType
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
@@ -41,30 +43,45 @@ LABELS = {
 }
 
 
-def stacked_bar(shares: dict[str, float], width: int) -> Text:
-    """One line, each category a run of blocks proportional to its share."""
+# Without colour (a pipe, a log, NO_COLOR) blocks all look alike: each category gets a letter.
+GLYPHS = {"input": "I", "transfer": "T", "compute": "C", "sync": "S", "other": "."}
+
+
+class ColourAware:
+    """A renderable built when printed, knowing whether the console shows colour."""
+
+    def __init__(self, make: Callable[[bool], Text]) -> None:
+        self.make = make
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> Iterator[Text]:
+        yield self.make(console.color_system is None or console.no_color)
+
+
+def stacked_bar(shares: dict[str, float], width: int, plain: bool = False) -> Text:
+    """One line, each category a run of blocks proportional to its share (letters when
+    ``plain``: no colour to tell them apart)."""
     text = Text()
     used = 0
     cats = [c for c in CATEGORIES if shares.get(c, 0) > 0]
     for i, cat in enumerate(cats):
         n = width - used if i == len(cats) - 1 else round(shares[cat] * width)
         n = max(0, min(n, width - used))
-        text.append("█" * n, style=COLOURS[cat])
+        text.append((GLYPHS[cat] if plain else "█") * n, style=COLOURS[cat])
         used += n
     if used < width:
         text.append("░" * (width - used), style="bright_black")
     return text
 
 
-def legend(shares: dict[str, float]) -> Text:
+def legend(shares: dict[str, float], plain: bool = False) -> Text:
     text = Text()
     for cat in CATEGORIES:
-        text.append("■ ", style=COLOURS[cat])
+        text.append(f"{GLYPHS[cat]} " if plain else "■ ", style=COLOURS[cat])
         text.append(f"{LABELS[cat]} {100 * shares.get(cat, 0):.0f}%   ")
     return text
 
 
-def step_strip(per_step: list[dict[str, float]], width: int) -> Text:
+def step_strip(per_step: list[dict[str, float]], width: int, plain: bool = False) -> Text:
     """Steps side by side, each a small stacked bar: bursts and idle gaps at a glance."""
     if not per_step:
         return Text("")
@@ -72,7 +89,7 @@ def step_strip(per_step: list[dict[str, float]], width: int) -> Text:
     shown = per_step[: max(1, width // (cell + 1))]
     text = Text()
     for row in shown:
-        text.append_text(stacked_bar(row, cell))
+        text.append_text(stacked_bar(row, cell, plain))
         text.append("│", style="bright_black")
     if len(shown) < len(per_step):
         text.append(f" +{len(per_step) - len(shown)} steps", style="bright_black")
@@ -91,8 +108,9 @@ def render_report(d: Diagnosis, width: int = 100) -> RenderableType:
     head.append(d.reason)
     parts: list[RenderableType] = [head, Text("")]
     if d.verdict != "inconclusive" or any(d.breakdown.values()):
-        parts += [Text("Step time", style="bold"), stacked_bar(d.breakdown, bar_width),
-                  legend(d.breakdown)]
+        parts += [Text("Step time", style="bold"),
+                  ColourAware(lambda plain: stacked_bar(d.breakdown, bar_width, plain)),
+                  ColourAware(lambda plain: legend(d.breakdown, plain))]
         st = d.steps
         if st.get("analyzed"):
             parts.append(Text(
@@ -100,7 +118,7 @@ def render_report(d: Diagnosis, width: int = 100) -> RenderableType:
                 f"{st['median_ms']:.1f} ms, p90 {st['p90_ms']:.1f} ms", style="bright_black"))
         if d.per_step:
             parts += [Text(""), Text("Per step (busy vs idle)", style="bold"),
-                      step_strip(d.per_step, bar_width)]
+                      ColourAware(lambda plain: step_strip(d.per_step, bar_width, plain))]
     if d.findings:
         t = Table(title="Evidence", title_justify="left", title_style="bold", expand=False,
                   show_edge=False, pad_edge=False)

@@ -1,0 +1,120 @@
+"""Terminal niceties: repeated --fail-on, bars readable without colour, README examples that
+work as written, patterns expanded by gpudiag itself."""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+
+import pytest
+from rich.console import Console
+
+from gpudiag.analyze import diagnose
+from gpudiag.show.report import render_report
+from gpudiag.trace.load import load_file
+from tests.conftest import REPO, SAMPLES
+
+NCCL = str(SAMPLES / "nccl_world128_rank0.json.gz")  # sync-bound
+W0 = str(SAMPLES / "resnet50_dataloader_workers0.pt.trace.json.gz")
+
+
+def gpudiag(*args: str, cwd: str | os.PathLike[str] = REPO) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "gpudiag", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=cwd,
+        env={**os.environ, "COLUMNS": "100"},
+    )
+
+
+@pytest.mark.parametrize("order", [("sync-bound", "data-starved"), ("data-starved", "sync-bound")])
+def test_fail_on_given_twice_accumulates(order):
+    r = gpudiag("analyze", NCCL, "--fail-on", order[0], "--fail-on", order[1])
+    assert r.returncode == 3, r.stderr
+
+
+def _render(colour: bool) -> str:
+    buf = io.StringIO()
+    console = Console(
+        file=buf,
+        width=100,
+        force_terminal=colour,
+        no_color=not colour,
+        color_system="standard" if colour else None,
+    )
+    console.print(render_report(diagnose(load_file(W0)), width=100))
+    return buf.getvalue()
+
+
+def test_bars_without_colour_use_a_letter_per_share():
+    plain = _render(colour=False)
+    assert "█" not in plain
+    bar = next(ln for ln in plain.splitlines() if "IIII" in ln)
+    run = re.search(r"(I+)(T*)(C+)(\.+)", bar)
+    assert run, bar
+    # the letters' lengths follow the shares (input 33.9%, compute 54.9%)
+    width = len(run.group(0))
+    assert abs(len(run.group(1)) / width - 0.339) < 0.02
+    assert abs(len(run.group(3)) / width - 0.549) < 0.02
+    assert "I input wait 34%" in plain and "C compute 55%" in plain
+    coloured = _render(colour=True)
+    assert "█" in coloured and "IIII" not in coloured
+
+
+def _readme_commands() -> list[str]:
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```bash\n(.*?)```", text, flags=re.S)
+    lines = " ".join(blocks).replace("\\\n", " ").splitlines()
+    cmds = []
+    for block in blocks:
+        for line in block.replace("\\\n", " ").splitlines():
+            if re.match(r"gpudiag (analyze|compare) sample_traces/", line):
+                cmds.append(line)
+    assert lines and cmds
+    return cmds
+
+
+def test_readme_examples_work_as_written(tmp_path):
+    cmds = _readme_commands()
+    assert len(cmds) >= 5
+    shutil.copytree(SAMPLES, tmp_path / "sample_traces")
+    for line in cmds:
+        code, _, comment = line.partition("#")
+        args = shlex.split(code)[1:]
+        r = gpudiag(*args, cwd=tmp_path)
+        expected = 3 if "exit 3" in comment else 0
+        assert r.returncode == expected, (line, r.stderr[-500:])
+        assert "Traceback" not in r.stderr
+
+
+def test_quoted_patterns_are_expanded_by_gpudiag(tmp_path):
+    shutil.copy(NCCL, tmp_path / "rank0.json.gz")
+    r = gpudiag("analyze", "rank*.json.gz", "--json", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert '"verdict": "sync-bound"' in r.stdout
+    r = gpudiag("analyze", "nothing*.json", cwd=tmp_path)
+    assert r.returncode == 2 and "nothing*.json: no file matches" in r.stderr
+
+
+def test_follow_pattern_picks_the_newest_trace(tmp_path):
+    from gpudiag.record.writer import TraceWriter
+    from gpudiag.trace.timeline import Metadata
+
+    TraceWriter(str(tmp_path / "gpudiag-trace-1.json"), Metadata(producer="gpudiag")).close()
+    os.utime(tmp_path / "gpudiag-trace-1.json", (1, 1))  # the older run
+    (tmp_path / "gpudiag-trace-2.json").write_text('{"traceEvents": []}')  # newest: not ours
+    r = gpudiag("live", "--once", "--follow", "gpudiag-trace-*.json", cwd=tmp_path)
+    assert r.returncode == 2 and "gpudiag-trace-2.json: not a gpudiag trace" in r.stderr
+    os.utime(tmp_path / "gpudiag-trace-2.json", (1, 1))
+    os.utime(tmp_path / "gpudiag-trace-1.json")  # now the newest
+    r = gpudiag("live", "--once", "--follow", "gpudiag-trace-*.json", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    r = gpudiag("live", "--once", "--follow", "none-*.json", cwd=tmp_path)
+    assert r.returncode == 2 and "no file matches" in r.stderr
