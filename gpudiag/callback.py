@@ -138,7 +138,6 @@ class DiagnoseCallback(keras.callbacks.Callback):
         self._begin_us = 0.0
         self._fit_frame: Any = None
         self._train_thread = 0
-        self._tensorboard: list[tuple[str, int | None]] = []
         self._calls: CallTimer | None = None
         self._warned_disk = False
 
@@ -236,16 +235,20 @@ class DiagnoseCallback(keras.callbacks.Callback):
             self._writer.update_meta(limitations=limitations)
         self._writer.flush()
         self._start_watchdog()
-        self._tensorboard = self._find_tensorboard()
 
     def _find_tensorboard(self) -> list[tuple[str, int | None]]:
         """Log dirs of a Keras TensorBoard callback in the same fit, each with the steps per
-        epoch when it logs per epoch (our scalars then use its epoch axis)."""
+        epoch when it logs per epoch (our scalars then use its epoch axis). The callback list
+        that holds us is found among our referrers, once, when training has ended (reading
+        the fit frame's locals instead disturbs a running generator input on Python 3.11)."""
         from gpudiag.show.tensorboard import tensorboard_targets
 
-        callbacks = getattr(self._fit_frame, "f_locals", {}).get("callbacks")
         steps = (self.params or {}).get("steps")
-        return tensorboard_targets(callbacks, steps if isinstance(steps, int) else None)
+        per_epoch = steps if isinstance(steps, int) else None
+        for ref in gc.get_referrers(self):
+            if isinstance(ref, list) and any(type(c).__name__ == "TensorBoard" for c in ref):
+                return tensorboard_targets(ref, per_epoch)
+        return []
 
     def _claim_trace_path(self, info: RankInfo) -> str:
         """This run's own file, resolved now (cwd, rank); never one a previous run wrote."""
@@ -492,7 +495,7 @@ class DiagnoseCallback(keras.callbacks.Callback):
             problem = write_html(self.diagnosis, self.html)
             if problem:
                 self._say(f"gpudiag: {self.html}: {problem}")
-        for log_dir, steps_per_epoch in self._tensorboard:
+        for log_dir, steps_per_epoch in self._find_tensorboard():
             try:
                 from gpudiag.show.tensorboard import write_summaries
 
