@@ -57,6 +57,7 @@ class RemedyCheck:
     title: str
     finding: str
     expected_gain: float
+    expected_gain_range: list[float]
     status: str  # "applied" | "not applied" | "unknown"
     note: str
 
@@ -109,10 +110,28 @@ def _ratio(base: float | None, new: float | None) -> float | None:
     return round(new / base, 4)
 
 
+def _predicted(gain: float, rng: list[float], speedup: float | None) -> str:
+    """What BASE's report predicted, and where the measured speed-up falls against it."""
+    if not rng and gain <= 1.0:
+        return "no gain was predicted"
+    lo, hi = (rng[0], rng[-1]) if rng else (gain, gain)
+    text = f"predicted {gain:.2f}×" if gain > 1.0 else f"predicted up to {hi:.2f}×"
+    if rng and hi - lo >= 0.02:
+        text += f" ({lo:.2f}–{hi:.2f}×)"
+    if speedup is None:
+        return text
+    if speedup < lo - 0.01:
+        return text + ": measured below it"
+    if speedup > hi + 0.01:
+        return text + ": measured above it"
+    return text + ": measured within it"
+
+
 def _check(
     title: str,
     finding: str,
     gain: float,
+    rng: list[float],
     new_ids: set[str],
     base_ids: set[str],
     speedup: float | None,
@@ -122,21 +141,26 @@ def _check(
             title,
             finding,
             gain,
+            rng,
             "unknown",
             "not tied to a finding: the traces cannot show whether it was done",
         )
     if finding in new_ids:
         return RemedyCheck(
-            title, finding, gain, "not applied", f"{finding} is still present in NEW"
+            title, finding, gain, rng, "not applied", f"{finding} is still present in NEW"
         )
     measured = (
         f"measured {speedup:.2f}× step speed-up"
         if speedup is not None
         else "step times not comparable"
     )
-    predicted = f"predicted ≤{gain:.2f}×" if gain > 1.0 else "no gain was predicted"
     return RemedyCheck(
-        title, finding, gain, "applied", f"{finding} is gone in NEW; {measured}, {predicted}"
+        title,
+        finding,
+        gain,
+        rng,
+        "applied",
+        f"{finding} is gone in NEW; {measured}, {_predicted(gain, rng, speedup)}",
     )
 
 
@@ -181,7 +205,17 @@ def compare(base: Diagnosis, new: Diagnosis) -> Comparison:
         if key in seen:
             continue
         seen.add(key)
-        remedies.append(_check(s.title, s.finding, s.expected_gain, new_ids, base_ids, speedup))
+        remedies.append(
+            _check(
+                s.title,
+                s.finding,
+                s.expected_gain,
+                list(s.expected_gain_range),
+                new_ids,
+                base_ids,
+                speedup,
+            )
+        )
     c = Comparison(
         base=b,
         new=n,
