@@ -38,6 +38,10 @@ from gpudiag.trace.timeline import Metadata, RecordedFinding
 
 DEFAULT_WARMUP_STEPS = 5
 DEFAULT_PROFILE_STEPS = 5
+# The GIL probe runs in bursts (a probe waking every 5 ms for the whole run costs several %
+# of step time on 2 cores): one during each profiler window, and one every period.
+GIL_BURST_S = 0.5
+GIL_PERIOD_S = 10.0
 
 
 def _now_us() -> float:
@@ -161,8 +165,17 @@ class DiagnoseCallback(keras.callbacks.Callback):
         if not self._running:
             return
         self._begin_us = _now_us()
-        if self._window is not None:
-            self._window.on_step_begin(self._step)
+        w = self._window
+        if w is not None:
+            was_active = w.active
+            w.on_step_begin(self._step)
+            if w.active and not was_active:
+                self._gil_burst()
+
+    def _gil_burst(self) -> None:
+        gil = self._samplers.gil if self._samplers is not None else None
+        if gil is not None:
+            gil.request_burst(GIL_BURST_S)
 
     def on_train_batch_end(self, batch: int, logs: dict[str, Any] | None = None) -> None:
         if not self._running or self._writer is None:
@@ -208,11 +221,7 @@ class DiagnoseCallback(keras.callbacks.Callback):
             self._writer.finding(f)
         if facts.kind != "unknown":
             self._writer.pipeline({"input": facts.to_dict()})
-        self._samplers = SamplerSet.default(
-            self._writer.counter, gpu=self.gpu, gpu_interval=self.sample_interval,
-            host_interval=max(self.sample_interval, 0.5), gil_interval=1.0,
-            nvml_lib=self.nvml_lib, gpu_indices=visible_gpu_indices(),
-        )
+        self._samplers = self._make_samplers(self._writer)
         if self._samplers.gpu is not None and self._samplers.gpu.available:
             self._writer.update_meta(device_type="GPU", devices=self._samplers.gpu.sources)
         self._samplers.start_all()
@@ -264,6 +273,15 @@ class DiagnoseCallback(keras.callbacks.Callback):
             self._warned_disk = True
             self._say(f"gpudiag: cannot write the trace to {self.trace_path} ({why}); "
                       "training goes on, the rest of the trace is kept in memory for the report")
+
+    def _make_samplers(self, writer: TraceWriter) -> SamplerSet:
+        """The samplers of this run (one seam: the overhead benchmark turns parts off)."""
+        return SamplerSet.default(
+            writer.counter, gpu=self.gpu, gpu_interval=self.sample_interval,
+            host_interval=max(self.sample_interval, 0.5), gil_interval=1.0,
+            nvml_lib=self.nvml_lib, gpu_indices=visible_gpu_indices(),
+            gil_bursts=(GIL_BURST_S, GIL_PERIOD_S),
+        )
 
     def _auto_start(self) -> int:
         steps = (self.params or {}).get("steps")

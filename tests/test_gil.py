@@ -121,3 +121,48 @@ def test_reference_failures_are_reported(monkeypatch):
     with GilProbe() as probe:
         assert "not started" in (probe.reference_reason or "")
         assert probe.running  # the in-process probe still works
+
+
+def test_bursts_measure_only_when_asked_and_see_a_busy_thread():
+    with GilProbe(burst_s=0.4, period_s=3600) as probe:
+        time.sleep(0.3)
+        assert probe.stats().n == 0 and probe.stats().ref_n == 0  # nothing wakes between bursts
+        stop = threading.Event()
+
+        def spin() -> None:
+            x = 0
+            while not stop.is_set():
+                x += 1
+
+        t = threading.Thread(target=spin, daemon=True)
+        t.start()
+        try:
+            probe.request_burst()
+            deadline = time.monotonic() + 10
+            bursts = []
+            while not bursts and time.monotonic() < deadline:
+                time.sleep(0.1)
+                bursts = probe.take()
+        finally:
+            stop.set()
+            t.join()
+        time.sleep(probe.chunk_s + 0.1)
+        n_after = probe.stats().n
+        time.sleep(0.3)
+        assert probe.stats().n == n_after  # asleep again after the burst
+        pid = probe.reference_pid
+    assert len(bursts) == 1, bursts
+    (busy,) = bursts
+    assert busy.n > 10 and busy.ref_n > 10, busy
+    assert busy.p95_ms > 2.0 and busy.ref_p95_ms < busy.p95_ms / 2, busy
+    assert busy.end_wall_us > 0
+    assert pid is not None and _gone(pid)
+
+
+def test_a_burst_cut_short_by_stop_is_still_reported():
+    probe = GilProbe(burst_s=30, period_s=3600).start()
+    probe.request_burst()
+    time.sleep(0.5)
+    probe.stop()
+    (w,) = probe.take()
+    assert w.n > 10 and w.window_s < 5

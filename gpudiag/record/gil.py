@@ -19,6 +19,19 @@ Example::
 Inside Keras ``fit`` the signal is in the p95 tail, not the median: the GIL-bound stretches
 are short and frequent. The subprocess ends on ``stop()``, on garbage collection of the
 probe, at interpreter exit, and by itself when its parent disappears.
+
+Waking every 5 ms for a whole run is not free: the probe thread and the heartbeat process
+compete with TensorFlow's threads for the cores (measured: several % slower steps on 2
+cores). ``GilProbe(burst_s=0.5, period_s=10)`` measures in bursts instead: between bursts the
+probe thread waits on an event and the heartbeat process blocks reading its stdin, so neither
+wakes. A burst runs every ``period_s`` and whenever ``request_burst()`` asks (DiagnoseCallback
+asks at each profiler window); each finished burst is one ``GilWindow`` from ``take()``::
+
+    probe = GilProbe(burst_s=0.5, period_s=10.0).start()
+    probe.request_burst()
+    ...
+    for w in probe.take():  # finished bursts since the last take()
+        print(w.end_ts, w.p95_ms, w.ref_p95_ms)
 """
 
 from __future__ import annotations
@@ -39,6 +52,8 @@ __all__ = ["GilProbe", "GilWindow"]
 # per `chunk` seconds: "monotonic_ts:lateness_ms ...") so the parent does little work. It
 # ignores SIGINT (Ctrl-C in the terminal must not print its traceback) and exits when the pipe
 # breaks or its parent changes.
+# With a third argument "burst" it runs only when asked: it blocks reading a duration (s)
+# from stdin, runs the loop that long, and blocks again (no CPU between bursts).
 _REFERENCE_CODE = r"""
 import os, signal, sys, time
 try:
@@ -46,20 +61,40 @@ try:
 except Exception:
     pass
 iv = float(sys.argv[1]); chunk = float(sys.argv[2]); ppid = os.getppid()
-out = sys.stdout; buf = []; last = time.monotonic()
+bursts = len(sys.argv) > 3 and sys.argv[3] == "burst"
+out = sys.stdout; buf = []
 pc = time.perf_counter; mono = time.monotonic; sleep = time.sleep
+def send():
+    global buf
+    if os.getppid() != ppid:
+        raise SystemExit
+    try:
+        out.write(" ".join(buf) + "\n"); out.flush()
+    except (OSError, ValueError):
+        raise SystemExit
+    buf = []
 while True:
-    t0 = pc(); sleep(iv); late = (pc() - t0 - iv) * 1e3
-    now = mono()
-    buf.append("%.4f:%.3f" % (now, late))
-    if now - last >= chunk:
-        if os.getppid() != ppid:
+    if bursts:
+        line = sys.stdin.readline()
+        if not line:
             break
         try:
-            out.write(" ".join(buf) + "\n"); out.flush()
-        except (OSError, ValueError):
+            until = mono() + float(line)
+        except ValueError:
+            continue
+    else:
+        until = float("inf")
+    last = mono()
+    while True:
+        t0 = pc(); sleep(iv); late = (pc() - t0 - iv) * 1e3
+        now = mono()
+        buf.append("%.4f:%.3f" % (now, late))
+        if now >= until:
+            send()
             break
-        buf = []; last = now
+        if now - last >= chunk:
+            send()
+            last = now
 """
 
 
@@ -75,6 +110,8 @@ class GilWindow:
     ref_n: int
     ref_p50_ms: float | None
     ref_p95_ms: float | None
+    end_ts: float = 0.0  # time.monotonic() at the window's end (bursts)
+    end_wall_us: float = 0.0  # the same instant on the wall clock, µs (bursts)
 
     @property
     def excess_p95_ms(self) -> float | None:
@@ -104,6 +141,10 @@ class _Shared:
         self.ref: deque[tuple[float, float]] = deque(maxlen=maxlen)
         self.proc: subprocess.Popen[bytes] | None = None
         self.threads: list[threading.Thread] = []
+        # bursts: a request wakes the probe thread; finished bursts wait for take()
+        self.wake = threading.Event()
+        self.burst_until = 0.0
+        self.done: deque[tuple[float, float, float]] = deque(maxlen=1000)  # (t0, t1, wall_us)
 
 
 def _probe_loop(shared: _Shared, interval: float) -> None:
@@ -115,6 +156,47 @@ def _probe_loop(shared: _Shared, interval: float) -> None:
         late = (pc() - t0 - interval) * 1e3
         with lock:
             local.append((mono(), late))
+
+
+def _burst_loop(shared: _Shared, interval: float, burst_s: float, period_s: float) -> None:
+    """Sleep until a burst is due (every ``period_s``, or on request), probe for ``burst_s``
+    (longer if a request extends it), record the burst, wait again."""
+    pc, mono, sleep = time.perf_counter, time.monotonic, time.sleep
+    local, lock, stop = shared.local, shared.lock, shared.stop
+    next_due = mono() + period_s
+    while not stop.is_set():
+        shared.wake.wait(max(0.0, next_due - mono()))
+        shared.wake.clear()
+        if stop.is_set():
+            break
+        start = mono()
+        with lock:
+            shared.burst_until = max(shared.burst_until, start + burst_s)
+            until = shared.burst_until
+        _tell_reference(shared, until - start)
+        while not stop.is_set():
+            t0 = pc()
+            sleep(interval)
+            late = (pc() - t0 - interval) * 1e3
+            now = mono()
+            with lock:
+                local.append((now, late))
+                if now >= shared.burst_until:
+                    break
+        end = mono()
+        with lock:
+            shared.done.append((start, end, time.time() * 1e6))
+            shared.burst_until = 0.0
+        next_due = start + period_s
+
+
+def _tell_reference(shared: _Shared, seconds: float) -> None:
+    proc = shared.proc
+    if proc is None or proc.stdin is None:
+        return
+    with contextlib.suppress(OSError, ValueError):
+        proc.stdin.write(b"%.3f\n" % seconds)
+        proc.stdin.flush()
 
 
 def _reader_loop(shared: _Shared, proc: subprocess.Popen[bytes]) -> None:
@@ -139,6 +221,7 @@ def _reader_loop(shared: _Shared, proc: subprocess.Popen[bytes]) -> None:
 def _shutdown(shared: _Shared, timeout: float = 2.0) -> None:
     """End the reference subprocess and the threads. Safe to call more than once."""
     shared.stop.set()
+    shared.wake.set()  # a burst-mode probe waiting for its next burst
     proc, shared.proc = shared.proc, None
     if proc is not None:
         try:
@@ -152,9 +235,10 @@ def _shutdown(shared: _Shared, timeout: float = 2.0) -> None:
         except Exception:
             pass
         finally:
-            if proc.stdout is not None:
-                with contextlib.suppress(Exception):
-                    proc.stdout.close()
+            for pipe in (proc.stdin, proc.stdout):
+                if pipe is not None:
+                    with contextlib.suppress(Exception):
+                        pipe.close()
     current = threading.current_thread()
     for t in shared.threads:
         if t is not current and t.is_alive():
@@ -166,7 +250,9 @@ class GilProbe:
 
     ``interval_s``: the probe's sleep (5 ms). ``window_s``: default window of ``read()``.
     ``reference``: start the subprocess (off: only in-process lateness is measured).
-    ``keep_s``: how much history is kept for ``stats()``.
+    ``keep_s``: how much history is kept for ``stats()``. ``burst_s``/``period_s``: probe
+    only in bursts of ``burst_s`` every ``period_s`` (and on ``request_burst()``); None:
+    continuously.
     """
 
     def __init__(
@@ -176,11 +262,15 @@ class GilProbe:
         reference: bool = True,
         keep_s: float = 30.0,
         chunk_s: float = 0.25,
+        burst_s: float | None = None,
+        period_s: float = 10.0,
     ) -> None:
         self.interval_s = interval_s
         self.window_s = window_s
         self.reference = reference
         self.chunk_s = chunk_s
+        self.burst_s = burst_s
+        self.period_s = period_s
         self._reference_reason: str | None = None if reference else "reference heartbeat disabled"
         self._maxlen = max(100, int(keep_s / interval_s))
         self._shared: _Shared | None = None
@@ -195,12 +285,12 @@ class GilProbe:
         self._shared = shared
         # runs on stop(), when the probe is collected, and at interpreter exit
         self._finalizer = weakref.finalize(self, _shutdown, shared)
-        probe = threading.Thread(
-            target=_probe_loop,
-            args=(shared, self.interval_s),
-            name="gpudiag-gil-probe",
-            daemon=True,
-        )
+        if self.burst_s is None:
+            target, args = _probe_loop, (shared, self.interval_s)
+        else:
+            target = _burst_loop  # type: ignore[assignment]
+            args = (shared, self.interval_s, self.burst_s, self.period_s)  # type: ignore[assignment]
+        probe = threading.Thread(target=target, args=args, name="gpudiag-gil-probe", daemon=True)
         shared.threads.append(probe)
         probe.start()
         if self.reference:
@@ -218,8 +308,9 @@ class GilProbe:
                     _REFERENCE_CODE,
                     repr(self.interval_s),
                     repr(self.chunk_s),
+                    *(["burst"] if self.burst_s is not None else []),
                 ],
-                stdin=subprocess.DEVNULL,
+                stdin=subprocess.PIPE if self.burst_s is not None else subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.DEVNULL,
                 close_fds=True,
@@ -235,8 +326,55 @@ class GilProbe:
         reader.start()
         self._reference_reason = None
 
+    def request_burst(self, seconds: float | None = None) -> None:
+        """Probe now for at least ``seconds`` (default ``burst_s``); extends a running burst.
+        Burst mode only; returns at once."""
+        shared = self._shared
+        if shared is None or self.burst_s is None or shared.stop.is_set():
+            return
+        with shared.lock:
+            if shared.burst_until:  # running: extend it (the reference keeps its length)
+                shared.burst_until = max(shared.burst_until, time.monotonic() + (seconds or 0))
+                return
+            shared.burst_until = time.monotonic() + (seconds or self.burst_s)
+        shared.wake.set()
+
+    def take(self) -> list[GilWindow]:
+        """Statistics of each burst finished since the last call (burst mode)."""
+        shared = self._shared
+        if shared is None:
+            return []
+        with shared.lock:
+            done = list(shared.done)
+            shared.done.clear()
+        out = []
+        for t0, t1, wall_us in done:
+            w = self.stats(t0, t1)
+            out.append(
+                GilWindow(
+                    t1 - t0,
+                    w.n,
+                    w.p50_ms,
+                    w.p95_ms,
+                    w.max_ms,
+                    w.ref_n,
+                    w.ref_p50_ms,
+                    w.ref_p95_ms,
+                    t1,
+                    wall_us,
+                )
+            )
+        return out
+
     def stop(self) -> None:
-        """Stop the thread and end the subprocess; idempotent."""
+        """Stop the thread and end the subprocess; idempotent. In burst mode a burst in
+        progress ends here and is still returned by ``take()``."""
+        shared = self._shared
+        if shared is not None and self.burst_s is not None and not shared.stop.is_set():
+            with shared.lock:
+                running = bool(shared.burst_until)
+            if running:
+                time.sleep(self.chunk_s + 0.05)  # the reference's last chunk for this burst
         if self._finalizer is not None:
             self._finalizer()  # runs _shutdown at most once
 

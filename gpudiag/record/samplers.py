@@ -92,9 +92,9 @@ def host_samples(s: HostSnapshot) -> list[Sample]:
 
 def gil_samples(w: GilWindow, ts_us: float | None = None) -> list[Sample]:
     """The window's p95 lateness (in-process and reference) and in-process median, stamped
-    at the read. The median tells a thread running Python non-stop (median near the switch
-    interval) from a descheduled GIL holder on a saturated CPU (tail only)."""
-    ts = time.time() * 1e6 if ts_us is None else ts_us
+    at the read (a burst: at its end). The median tells a thread running Python non-stop
+    (median near the switch interval) from a descheduled GIL holder on a saturated CPU."""
+    ts = ts_us if ts_us is not None else (w.end_wall_us or time.time() * 1e6)
     out: list[Sample] = []
     if w.p95_ms is not None:
         out.append(("gil_lateness", HOST, ts, w.p95_ms))
@@ -132,9 +132,11 @@ class Sampler(Generic[T]):
         on_stop: Callable[[], Any] | None = None,
         description: str = "",
         final_sample: bool = True,
+        stop_first: bool = False,
     ) -> None:
         self.name = name
         self.final_sample = final_sample
+        self.stop_first = stop_first
         self.interval = float(interval)
         self.description = description or name
         self._read = read
@@ -151,6 +153,7 @@ class Sampler(Generic[T]):
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._stopped = False
+        self._closed = False
         self._lock = threading.Lock()
 
     def _error(self, where: str, exc: BaseException) -> None:
@@ -187,27 +190,42 @@ class Sampler(Generic[T]):
         return result
 
     def _run(self) -> None:
-        next_t = time.monotonic()
-        while not self._stop.is_set():
+        _drive([self], self._stop)
+
+    def open(self) -> None:
+        """Run ``on_start`` (what ``start`` does before its thread; SamplerSet calls it)."""
+        if self._on_start is not None:
+            try:
+                self._on_start()
+            except Exception as exc:
+                self._error("start", exc)
+
+    def close(self, final: bool = True) -> None:
+        """Last sample (if ``final_sample``) and ``on_stop``; ``stop_first`` samplers (the
+        GIL bursts) stop their source first so that its last partial burst is included."""
+        if self._closed:
+            return
+        self._closed = True
+        if self.stop_first:
+            self._call_on_stop()
+        if final and self.final_sample:
             self.sample_once()
-            next_t += self.interval
-            delay = next_t - time.monotonic()
-            if delay < 0:  # fell behind (slow read): don't burst to catch up
-                next_t = time.monotonic()
-                delay = 0.0
-            if self._stop.wait(delay):
-                break
+        if not self.stop_first:
+            self._call_on_stop()
+
+    def _call_on_stop(self) -> None:
+        if self._on_stop is not None:
+            try:
+                self._on_stop()
+            except Exception as exc:
+                self._error("stop", exc)
 
     def start(self) -> Sampler[T]:
         """Start the thread (first sample immediately). Idempotent; not restartable."""
         with self._lock:
             if self._thread is not None or self._stopped:
                 return self
-            if self._on_start is not None:
-                try:
-                    self._on_start()
-                except Exception as exc:
-                    self._error("start", exc)
+            self.open()
             self._thread = threading.Thread(
                 target=self._run, name=f"gpudiag-sampler-{self.name}", daemon=True
             )
@@ -223,22 +241,38 @@ class Sampler(Generic[T]):
             self._stopped = True
             self._stop.set()
             thread = self._thread
+        alive = False
         if thread is not None and thread is not threading.current_thread():
             thread.join(timeout)
-            if thread.is_alive():
+            alive = thread.is_alive()
+            if alive:
                 self._error("stop", TimeoutError(f"thread still running after {timeout:.1f} s"))
-            elif self.final_sample:
-                self.sample_once()
-        if self._on_stop is not None:
-            try:
-                self._on_stop()
-            except Exception as exc:
-                self._error("stop", exc)
+        self.close(final=thread is not None and not alive)
 
     @property
     def running(self) -> bool:
         return self._thread is not None and self._thread.is_alive()
 
+
+def _drive(samplers: Sequence[Sampler[Any]], stop: threading.Event) -> None:
+    """Sample each sampler every its ``interval`` on the calling thread until ``stop``.
+    Samplers due within ``_COALESCE_S`` of each other are read on the same wake-up, so a set
+    of samplers costs one thread and one wake-up per period, not one per sampler."""
+    now = time.monotonic()
+    due = [now] * len(samplers)
+    while not stop.is_set():
+        now = time.monotonic()
+        for i, s in enumerate(samplers):
+            if due[i] <= now + _COALESCE_S:
+                s.sample_once()
+                due[i] += s.interval
+                if due[i] < now:  # fell behind (slow read): don't burst to catch up
+                    due[i] = now + s.interval
+        if stop.wait(max(0.0, min(due) - time.monotonic())):
+            break
+
+
+_COALESCE_S = 0.05
 
 # ---- factories ----------------------------------------------------------------------------
 
@@ -300,8 +334,22 @@ def gil_sampler(
     interval: float = 1.0,
     *,
     observer: Callable[[GilWindow], None] | None = None,
-) -> Sampler[GilWindow]:
-    """Emits the p95 lateness of each window; starts and stops the probe with the sampler."""
+) -> Sampler[Any]:
+    """Emits the p95 lateness of each window (of each burst, for a probe in burst mode);
+    starts and stops the probe with the sampler."""
+    if probe.burst_s is not None:
+        return Sampler[list[GilWindow]](
+            "gil",
+            probe.take,
+            lambda bursts: [x for w in bursts for x in gil_samples(w)],
+            sink,
+            interval,
+            on_start=probe.start,
+            on_stop=probe.stop,
+            stop_first=True,
+            description=f"5 ms sleep probe in {probe.burst_s:g} s bursts every "
+            f"{probe.period_s:g} s and in each profiler window, p95 per burst",
+        )
     return Sampler(
         "gil",
         lambda: probe.read(interval),
@@ -330,6 +378,9 @@ class SamplerSet:
         self.gpu: NvmlSession | None = None
         self.gil: GilProbe | None = None
         self.host: HostMonitor | None = None
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._started = False
 
     @classmethod
     def default(
@@ -345,9 +396,11 @@ class SamplerSet:
         nvml_lib: Any = None,
         gil_reference: bool = True,
         gpu_indices: Sequence[int] | None = None,
+        gil_bursts: tuple[float, float] | None = None,
     ) -> SamplerSet:
         """NVML (if a GPU is visible), psutil and GIL samplers feeding one sink. Setting up
-        never raises: whatever fails becomes a "not measured" line in ``status()``."""
+        never raises: whatever fails becomes a "not measured" line in ``status()``.
+        ``gil_bursts``: (burst_s, period_s) to probe the GIL in bursts (None: continuously)."""
         out = cls()
         if gpu:
             try:
@@ -367,19 +420,37 @@ class SamplerSet:
             except Exception as exc:
                 out.notes.append(f"host CPU/memory: not measured — {type(exc).__name__}: {exc}")
         if gil:
-            out.gil = GilProbe(reference=gil_reference)
+            burst_s, period_s = gil_bursts or (None, 10.0)
+            out.gil = GilProbe(reference=gil_reference, burst_s=burst_s, period_s=period_s)
             out.samplers.append(gil_sampler(out.gil, sink, gil_interval))
         return out
 
     def start_all(self) -> SamplerSet:
+        """Start every sampler on one shared thread (coalesced wake-ups). Idempotent."""
+        if self._started:
+            return self
+        self._started = True
         for s in self.samplers:
-            s.start()
+            s.open()
+        self._thread = threading.Thread(
+            target=_drive, args=(self.samplers, self._stop), name="gpudiag-samplers", daemon=True
+        )
+        self._thread.start()
         return self
 
     def stop_all(self, timeout: float = 2.0) -> None:
-        """Stop every sampler (each bounded by ``timeout``); idempotent, never raises."""
+        """Stop the thread (bounded by ``timeout``), take each sampler's last sample, close
+        them; idempotent, never raises."""
+        thread, self._thread = self._thread, None
+        self._stop.set()
+        alive = False
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout)
+            alive = thread.is_alive()
         for s in self.samplers:
-            s.stop(timeout)
+            if alive:
+                s._error("stop", TimeoutError(f"thread still running after {timeout:.1f} s"))
+            s.close(final=thread is not None and not alive)
         if self.gpu is not None:
             self.gpu.close()
 
