@@ -124,7 +124,7 @@ def test_reference_failures_are_reported(monkeypatch):
 
 
 def test_bursts_measure_only_when_asked_and_see_a_busy_thread():
-    with GilProbe(burst_s=0.4, period_s=3600) as probe:
+    with GilProbe(burst_s=0.8, period_s=3600) as probe:
         time.sleep(0.3)
         assert probe.stats().n == 0 and probe.stats().ref_n == 0  # nothing wakes between bursts
         stop = threading.Event()
@@ -154,7 +154,8 @@ def test_bursts_measure_only_when_asked_and_see_a_busy_thread():
     assert len(bursts) == 1, bursts
     (busy,) = bursts
     assert busy.n > 10 and busy.ref_n > 10, busy
-    assert busy.p95_ms > 2.0 and busy.ref_p95_ms < busy.p95_ms / 2, busy
+    # the typical wake-up shows it (the tail also moves with the machine's load)
+    assert busy.p50_ms > 2.0 and busy.ref_p50_ms < busy.p50_ms / 2, busy
     assert busy.end_wall_us > 0
     assert pid is not None and _gone(pid)
 

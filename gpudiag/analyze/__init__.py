@@ -16,10 +16,11 @@ import numpy as np
 from gpudiag.analyze import rules
 from gpudiag.analyze.activity import activity_strips
 from gpudiag.analyze.arrival import RankTiming, find_waited_for
-from gpudiag.analyze.breakdown import Breakdown, merge_breakdowns, step_breakdown
+from gpudiag.analyze.breakdown import Breakdown, merge_breakdowns
 from gpudiag.analyze.diagnosis import DeviceSummary, Diagnosis, Finding, RankSummary
 from gpudiag.analyze.gaps import Gaps, idle_gaps
 from gpudiag.analyze.rules import HostFacts, RankEvidence, RunEvidence, Situation
+from gpudiag.analyze.phases import per_batch_times, whole_run
 from gpudiag.analyze.verdict import decide
 from gpudiag.trace.runconfig import RunConfig
 from gpudiag.trace.timeline import Timeline
@@ -129,7 +130,8 @@ def diagnose(timelines: list[Timeline], cpu_count: int | None = None) -> Diagnos
         return Diagnosis("inconclusive", 0.0, "no timelines to analyze",
                          merge_breakdowns([]))
     labels = _labels(timelines)
-    parts = [step_breakdown(tl) for tl in timelines]
+    runs = [whole_run(tl) for tl in timelines]  # windows weighted by the time they stand for
+    parts = [r.breakdown for r in runs]
     gaps = [idle_gaps(tl) for tl in timelines]
     configs = [config_of(tl, cpu_count) for tl in timelines]
     hosts = [HostFacts.of(tl) for tl in timelines]
@@ -156,7 +158,8 @@ def diagnose(timelines: list[Timeline], cpu_count: int | None = None) -> Diagnos
                               {f.id: f for f in findings})
         return Diagnosis("inconclusive", 0.0, reason, shares, findings,
                          rules.advise(findings, situation),
-                         ranks, devices, steps, [], limitations, sources, producer)
+                         ranks, devices, steps, [], limitations, sources, producer,
+                         run=runs[0].to_dict())
     findings += rules.detect_run(
         RunEvidence(labels, parts, _rank_waits(timelines, labels, ranks)))
     shares = merge_breakdowns(parts)
@@ -165,6 +168,10 @@ def diagnose(timelines: list[Timeline], cpu_count: int | None = None) -> Diagnos
     if judged is not shares:
         why += (" (with host time Keras spends pulling batches from Python code, "
                 f"{round(100 * shares['other'])}% of step time, counted as input wait)")
+    if runs[0].disagree:
+        confidence *= 0.8
+    if runs[0].note:
+        why += f" ({runs[0].note})"
     verdicts = {r.verdict for r in ranks if r.steps}
     if len(verdicts) > 1:
         confidence *= 0.8  # ranks disagree
@@ -182,6 +189,7 @@ def diagnose(timelines: list[Timeline], cpu_count: int | None = None) -> Diagnos
         rules.advise(findings, situation),
         ranks, devices, steps, first.per_step[:200], limitations, sources, producer,
         activity_strips(timelines, labels, [b.per_step for b in parts]),
+        run=runs[0].to_dict(),
     )
 
 
@@ -214,7 +222,7 @@ def _device_rows(labels: list[str], parts: list[Breakdown], gaps: list[list[Gaps
 
 
 def _step_stats(timelines: list[Timeline], parts: list[Breakdown]) -> dict[str, object]:
-    durations = (np.concatenate([tl.steps.durations for tl in timelines]) if timelines
+    durations = (np.concatenate([per_batch_times(tl) for tl in timelines]) if timelines
                  else np.zeros(0))
     analyzed = sum(b.steps_analyzed for b in parts)
     if not len(durations):

@@ -99,6 +99,8 @@ class Diagnosis:
     producer: str = ""
     # per rank: profiled windows binned for drawing (analyze/activity.py)
     activity: list[dict[str, Any]] = field(default_factory=list)
+    # the whole run: profiler windows (phase, weight, verdict), phases, per-epoch step times
+    run: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.verdict not in VERDICTS:
@@ -128,6 +130,7 @@ class Diagnosis:
             "sources": self.sources,
             "producer": self.producer,
             "activity": self.activity,
+            "run": self.run,
         }
 
     def _repr_html_(self) -> str:

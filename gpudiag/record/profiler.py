@@ -30,6 +30,52 @@ from gpudiag.trace.timeline import Intervals, Timeline
 STEP_MARKER = "train"
 
 
+class WindowSchedule:
+    """When profiler windows open: the first after warm-up, then spread over the fit.
+
+    One early window cannot describe a fit whose first epoch fills a cache, or that slows
+    down late. Windows open: at ``first_step``; then once in each new epoch (at its
+    ``in_epoch_step``) while at least ``gap`` has passed since the previous one; and, within
+    long epochs, whenever ``gap`` has passed. ``gap`` grows with the run (half the elapsed
+    time, at least ``min_gap_s``), so a day-long fit gets windows spread over all of it
+    without profiling more and more often. At most ``max_windows`` per fit, and never while
+    their measured cost exceeds ``budget_s`` plus ``budget_share`` of the elapsed time.
+    """
+
+    def __init__(self, first_step: int, steps: int, max_windows: int = 8,
+                 min_gap_s: float = 60.0, budget_s: float = 1.0,
+                 budget_share: float = 0.01) -> None:
+        self.first_step = first_step
+        self.steps = steps
+        self.max_windows = max_windows
+        self.min_gap_s = min_gap_s
+        self.budget_s = budget_s
+        self.budget_share = budget_share
+        self.opened: list[tuple[int, int, float]] = []  # (global step, epoch, monotonic s)
+        self.cost_s = 0.0  # measured: start + stop on the training thread + decode
+
+    def due(self, step: int, epoch: int, epoch_step: int, in_epoch_step: int, now: float,
+            start: float) -> bool:
+        if len(self.opened) >= self.max_windows:
+            return False
+        if not self.opened:
+            return step >= self.first_step
+        last_step, last_epoch, last_t = self.opened[-1]
+        if step < last_step + self.steps:
+            return False
+        elapsed = now - start
+        if self.cost_s > self.budget_s + self.budget_share * elapsed:
+            return False
+        gap = max(self.min_gap_s, 0.5 * elapsed)
+        if epoch != last_epoch and epoch_step == in_epoch_step:
+            # early epochs each get one (the cache-fill case); later ones as the gap allows
+            return len(self.opened) < 4 or now - last_t >= gap
+        return now - last_t >= gap
+
+    def open(self, step: int, epoch: int, now: float) -> None:
+        self.opened.append((step, epoch, now))
+
+
 class ProfilerWindow:
     """Profiles steps ``[first_step, first_step + steps)`` of the first epoch it sees."""
 

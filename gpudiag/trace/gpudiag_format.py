@@ -15,7 +15,9 @@ from typing import Any
 
 from gpudiag.trace.chrome import loads
 from gpudiag.trace.errors import TraceError
-from gpudiag.trace.timeline import Kind, Metadata, RecordedFinding, Timeline
+import numpy as np
+
+from gpudiag.trace.timeline import Kind, Metadata, RecordedFinding, StepBuckets, Timeline
 
 FORMAT_NAME = "gpudiag-trace"
 FORMAT_VERSION = 1
@@ -27,6 +29,8 @@ CAT_DEVICE = "device."  # + Kind value: device.compute, device.h2d, ...
 CAT_FINDING = "gpudiag.finding"
 CAT_PIPELINE = "gpudiag.pipeline"
 CAT_WINDOW = "gpudiag.profile_window"
+CAT_SPAN = "gpudiag.span"  # name: "epoch" | "evaluation"
+CAT_STEP_GROUP = "gpudiag.steps"  # steps outside windows, aggregated
 HOST_PID = 1
 DEVICE_PID_BASE = 100
 
@@ -138,6 +142,8 @@ def fill_timeline(tl: Timeline, events: list[dict[str, Any]]) -> None:
     step_e: list[float] = []
     step_p: list[bool] = []
     step_c: list[tuple[float, float] | None] = []
+    step_b: list[int] = []
+    groups: list[list[float]] = []
     dev: dict[tuple[str, Kind], tuple[list[float], list[float]]] = {}
     in_s: list[float] = []
     in_e: list[float] = []
@@ -159,6 +165,14 @@ def fill_timeline(tl: Timeline, events: list[dict[str, Any]]) -> None:
                 call = args.get("call")  # [start, duration] of the train-function call
                 step_c.append((float(call[0]), float(call[0]) + float(call[1]))
                               if isinstance(call, list) and len(call) == 2 else None)
+                step_b.append(max(1, int(args.get("batches", 1))))
+            elif cat == CAT_STEP_GROUP:
+                groups.append([ts, end, int(args["batches"]), float(args["busy"]),
+                               float(args["p50"]), float(args["p90"]), float(args["max"])])
+            elif cat == CAT_SPAN:
+                tl.spans.setdefault(str(ev.get("name")), []).append((ts, end))
+            elif cat == CAT_WINDOW:
+                tl.spans.setdefault("profile window", []).append((ts, end))
             elif cat.startswith(CAT_DEVICE):
                 kind = Kind(cat[len(CAT_DEVICE):])
                 device = str(args["device"])
@@ -196,7 +210,11 @@ def fill_timeline(tl: Timeline, events: list[dict[str, Any]]) -> None:
             elif ev.get("name") == META_UPDATE:
                 _update_meta(tl.meta, args)
     if step_idx:
-        tl.add_steps(step_idx, step_s, step_e, step_p, step_c)
+        tl.add_steps(step_idx, step_s, step_e, step_p, step_c, batches=step_b)
+    if groups:
+        a = np.array(groups, dtype=np.float64)
+        tl.step_buckets = StepBuckets(a[:, 0], a[:, 1], a[:, 2].astype(np.int64), a[:, 3],
+                                      a[:, 4], a[:, 5], a[:, 6])
     for (device, kind), (s, e) in dev.items():
         tl.add_activity(device, kind, s, e)
     tl.kernel_counts.update(kernels)

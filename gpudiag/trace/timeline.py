@@ -170,6 +170,8 @@ class Steps:
     # plus collective wait, whatever other callbacks do around it
     call_start: np.ndarray = field(default_factory=lambda: np.zeros(0))
     call_end: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    # batches per step: > 1 when Keras runs several per call (steps_per_execution)
+    batches: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
 
     def __post_init__(self) -> None:
         n = self.index.size
@@ -177,9 +179,29 @@ class Steps:
             self.call_start = np.full(n, np.nan)
         if self.call_end.size != n:
             self.call_end = np.full(n, np.nan)
+        if self.batches.size != n:
+            self.batches = np.ones(n, dtype=np.int64)
 
     def __len__(self) -> int:
         return int(self.index.size)
+
+
+@dataclass
+class StepBuckets:
+    """Steps outside profiler windows, aggregated (a long run's trace stays bounded): per
+    group of consecutive steps, its span, batch count, summed step time and per-batch
+    median, p90 and max (µs)."""
+
+    start: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    end: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    batches: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    busy: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    p50: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    p90: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    max: np.ndarray = field(default_factory=lambda: np.zeros(0))
+
+    def __len__(self) -> int:
+        return int(self.start.size)
 
     @property
     def durations(self) -> np.ndarray:
@@ -277,6 +299,9 @@ class Timeline:
     markers: dict[str, Intervals] = field(default_factory=dict)
     # blocking host API calls (cudaFree, hipFree, cudaStreamSynchronize, ...): name -> intervals
     host_calls: dict[str, Intervals] = field(default_factory=dict)
+    # named host spans (µs): "epoch", "evaluation", "profile window"
+    spans: dict[str, list[tuple[float, float]]] = field(default_factory=dict)
+    step_buckets: StepBuckets = field(default_factory=StepBuckets)
 
     # ---- building (readers) -------------------------------------------------------------
     def add_steps(
@@ -286,8 +311,11 @@ class Timeline:
         ends: Iterable[float],
         profiled: Iterable[bool] | bool = True,
         calls: Sequence[tuple[float, float] | None] | None = None,
+        batches: Iterable[int] | None = None,
     ) -> None:
         idx = np.asarray(list(index), dtype=np.int64)
+        b = (np.ones(idx.size, dtype=np.int64) if batches is None
+             else np.asarray(list(batches), dtype=np.int64))
         s = np.asarray(list(starts), dtype=np.float64)
         e = np.asarray(list(ends), dtype=np.float64)
         p = (
@@ -307,6 +335,7 @@ class Timeline:
             np.concatenate([self.steps.profiled, p]),
             np.concatenate([self.steps.call_start, cs]),
             np.concatenate([self.steps.call_end, ce]),
+            np.concatenate([self.steps.batches, b]),
         )
 
     def add_activity(
@@ -358,7 +387,9 @@ class Timeline:
         o = order[keep]
         st = self.steps
         self.steps = Steps(st.index[o], st.start[o], st.end[o], st.profiled[o],
-                           st.call_start[o], st.call_end[o])
+                           st.call_start[o], st.call_end[o], st.batches[o])
+        for spans in self.spans.values():
+            spans.sort()
         self.activity = {k: v for k, v in self.activity.items() if len(v)}
         for c in self.counters:
             co = np.argsort(c.ts, kind="stable")
