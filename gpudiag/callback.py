@@ -20,6 +20,7 @@ import atexit
 import contextlib
 import gc
 import os
+import queue
 import sys
 import threading
 import time
@@ -29,7 +30,7 @@ from typing import Any
 import keras
 
 from gpudiag.record.lint import InputFacts, describe_input, run_config
-from gpudiag.record.profiler import ProfilerWindow
+from gpudiag.record.profiler import ProfilerWindow, WindowSchedule
 from gpudiag.record.ranks import CallTimer, RankInfo, default_trace_template, discover
 from gpudiag.record.samplers import SamplerSet
 from gpudiag.record.writer import TraceWriter, claim_path
@@ -38,8 +39,10 @@ from gpudiag.trace.timeline import Metadata, RecordedFinding
 
 DEFAULT_WARMUP_STEPS = 5
 DEFAULT_PROFILE_STEPS = 5
+DEFAULT_PROFILE_WINDOWS = 8
 # The GIL probe runs in bursts (a probe waking every 5 ms for the whole run costs several %
-# of step time on 2 cores): one during each profiler window, and one every period.
+# of step time on 2 cores): one from the second step (after tracing and compilation, which
+# hold the GIL by themselves), one during each profiler window, and one every period.
 GIL_BURST_S = 0.5
 GIL_PERIOD_S = 10.0
 
@@ -69,11 +72,13 @@ class DiagnoseCallback(keras.callbacks.Callback):
             Resolved when each run starts; an existing file is never overwritten (``-2``...).
         dataset: the input you pass to ``fit`` (tf.data.Dataset, PyDataset, generator);
             enables static pipeline lints before the first step.
-        profile: record a short profiler window (exact input/compute/sync split). Default:
+        profile: record short profiler windows (exact input/compute/sync split). Default:
             on, except under TensorFlow multi-worker strategies (docs/multi-worker.md).
-        profile_start: first step of the window (default: after 5 warm-up steps, or a third
-            of a short epoch).
-        profile_steps: how many steps the window covers.
+        profile_start: first step of the first window (default: after 5 warm-up steps, or
+            a third of a short epoch). Later windows are spread over the fit (one in each
+            early epoch, then spaced out; see docs/callback.md).
+        profile_steps: how many steps each window covers.
+        profile_windows: at most this many profiler windows per fit.
         sample_interval: seconds between host/GPU samples.
         quiet: do not print lints and the report (``cb.diagnosis`` is still set).
         report: print the report at the end; by default it follows ``fit(verbose=...)``
@@ -94,6 +99,7 @@ class DiagnoseCallback(keras.callbacks.Callback):
         profile: bool | None = None,
         profile_start: int | None = None,
         profile_steps: int = DEFAULT_PROFILE_STEPS,
+        profile_windows: int = DEFAULT_PROFILE_WINDOWS,
         sample_interval: float = 0.5,
         quiet: bool = False,
         gpu: bool = True,
@@ -111,6 +117,7 @@ class DiagnoseCallback(keras.callbacks.Callback):
         self.profile = profile
         self.profile_start = profile_start
         self.profile_steps = profile_steps
+        self.profile_windows = profile_windows
         self.sample_interval = sample_interval
         self.quiet = quiet
         self.gpu = gpu
@@ -134,8 +141,20 @@ class DiagnoseCallback(keras.callbacks.Callback):
     def _reset(self) -> None:
         self._writer: TraceWriter | None = None
         self._samplers: SamplerSet | None = None
-        self._window: ProfilerWindow | None = None
+        self._window: ProfilerWindow | None = None  # the open window
+        self._windows: list[ProfilerWindow] = []  # every window of this fit
+        self._schedule: WindowSchedule | None = None
+        self._backend = ""
+        self._decode_queue: queue.Queue[ProfilerWindow | None] = queue.Queue()
         self._collector: threading.Thread | None = None
+        self.windows_taken: list[int] = []  # first step of each window
+        self._epoch = 0
+        self._epoch_step = 0
+        self._in_epoch_start = DEFAULT_WARMUP_STEPS
+        self._epoch_begin_us = 0.0
+        self._test_begin_us = 0.0
+        self._batch_begin = 0
+        self._t0 = 0.0
         self._watchdog: threading.Thread | None = None
         self._running = False
         self._step = 0
@@ -165,12 +184,31 @@ class DiagnoseCallback(keras.callbacks.Callback):
         if not self._running:
             return
         self._begin_us = _now_us()
+        self._batch_begin = batch
+        if self._step == 1:  # the first step traced and compiled: probe the GIL from here on
+            self._gil_burst()
+        sch = self._schedule
+        if sch is not None and self._window is None and sch.due(
+                self._step, self._epoch, self._epoch_step, self._in_epoch_start,
+                time.monotonic(), self._t0):
+            self._open_window()
         w = self._window
         if w is not None:
-            was_active = w.active
             w.on_step_begin(self._step)
-            if w.active and not was_active:
-                self._gil_burst()
+            if w.problem:  # could not start (a profiler of the user's own is running, ...)
+                self._window = None
+                if self._writer is not None:
+                    self._writer.update_meta(limitations=[w.problem])
+
+    def _open_window(self) -> None:
+        assert self._schedule is not None
+        self._schedule.open(self._step, self._epoch, time.monotonic())
+        w = ProfilerWindow(self._backend, first_step=self._step, steps=self.profile_steps,
+                           keep_dir=self.profile_dir)
+        self._window = w
+        self._windows.append(w)
+        self.windows_taken.append(self._step)
+        self._gil_burst()
 
     def _gil_burst(self) -> None:
         gil = self._samplers.gil if self._samplers is not None else None
@@ -183,15 +221,33 @@ class DiagnoseCallback(keras.callbacks.Callback):
         end = _now_us()
         step = self._step
         self._step += 1
+        self._epoch_step += 1
         w = self._window
-        in_window = w is not None and (w.active or step in w.step_times) and (
-            w.first_step <= step <= w.last_step)
+        in_window = w is not None and w.active
         call = self._calls.take() if self._calls is not None else None
-        self._writer.step(step, self._begin_us, end, profiled=in_window, call=call)
+        self._writer.step(step, self._begin_us, end, profiled=in_window, call=call,
+                          batches=max(1, batch - self._batch_begin + 1))
         if w is not None and w.active:
             w.on_step_end(step, self._begin_us, end)
             if w.done:
-                self._collect_in_background()
+                self._window = None
+                self._collect_in_background(w)
+
+    def on_epoch_begin(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
+        self._epoch = epoch
+        self._epoch_step = 0
+        self._epoch_begin_us = _now_us()
+
+    def on_epoch_end(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
+        if self._running and self._writer is not None:
+            self._writer.span("epoch", self._epoch_begin_us, _now_us(), epoch=epoch)
+
+    def on_test_begin(self, logs: dict[str, Any] | None = None) -> None:
+        self._test_begin_us = _now_us()
+
+    def on_test_end(self, logs: dict[str, Any] | None = None) -> None:
+        if self._running and self._writer is not None and self._test_begin_us:
+            self._writer.span("evaluation", self._test_begin_us, _now_us())
 
     def on_train_end(self, logs: dict[str, Any] | None = None) -> None:
         with self._lock:
@@ -226,6 +282,11 @@ class DiagnoseCallback(keras.callbacks.Callback):
             self._writer.update_meta(device_type="GPU", devices=self._samplers.gpu.sources)
         self._samplers.start_all()
         limitations = self._samplers.limitations()
+        self._backend = backend
+        self._t0 = time.monotonic()
+        steps = (self.params or {}).get("steps")
+        if isinstance(steps, int) and steps >= 4 * self.profile_steps:
+            self._in_epoch_start = steps // 2  # later windows: mid-epoch
         profile = self.profile
         if profile is None and info.multi_worker and backend == "tensorflow":
             profile = False
@@ -235,8 +296,8 @@ class DiagnoseCallback(keras.callbacks.Callback):
                 "the callback's timing; pass profile=True to force the window")
         if profile is None or profile:
             start = self.profile_start if self.profile_start is not None else self._auto_start()
-            self._window = ProfilerWindow(backend, first_step=start, steps=self.profile_steps,
-                                          keep_dir=self.profile_dir)
+            self._schedule = WindowSchedule(start, self.profile_steps,
+                                            max_windows=self.profile_windows)
         elif self.profile is False:
             limitations.append("profiler window off (profile=False): no per-step input/"
                                "compute/sync split, host signals only")
@@ -365,35 +426,49 @@ class DiagnoseCallback(keras.callbacks.Callback):
             print(text, file=sys.stderr, flush=True)
 
     # ---- profiler collection -------------------------------------------------------------
-    def _collect_in_background(self) -> None:
-        window, writer = self._window, self._writer
-        if window is None or writer is None or self._collector is not None:
+    def _collect_in_background(self, window: ProfilerWindow) -> None:
+        """Decode finished windows one after another on one background thread."""
+        self._decode_queue.put(window)
+        if self._collector is None:
+            self._collector = threading.Thread(target=self._decode_loop,
+                                               name="gpudiag-profile-decode", daemon=True)
+            self._collector.start()
+
+    def _decode_loop(self) -> None:
+        while True:
+            window = self._decode_queue.get()
+            if window is None:
+                return
+            gil = self._samplers.gil if self._samplers is not None else None
+            if gil is not None:  # decoding holds the GIL: not while the probe measures it
+                gil.wait_idle(timeout=2 * GIL_BURST_S)
+            with contextlib.suppress(Exception):  # never let a decode failure escape
+                self._collect(window)
+
+    def _collect(self, window: ProfilerWindow) -> None:
+        writer = self._writer
+        if writer is None:
             return
-
-        def collect() -> None:
-            try:
-                record()
-            except Exception as e:  # decoding must never end with a traceback of its own
-                window.problem = window.problem or (
-                    f"profile could not be recorded ({type(e).__name__}: {e})")
-
-        def record() -> None:
+        try:
             tl = window.collect()
-            if tl is not None:
-                if tl.meta.device_type:
-                    writer.update_meta(device_type=tl.meta.device_type)
-                if tl.meta.limitations:  # what the profile itself could not show
-                    writer.update_meta(limitations=tl.meta.limitations)
-                writer.timeline(tl)
-                writer.window(float(tl.steps.start.min()), float(tl.steps.end.max()),
-                              "profiler window")
-            elif window.problem:
-                writer.update_meta(limitations=[window.problem])
-            writer.flush()
-
-        self._collector = threading.Thread(target=collect, name="gpudiag-profile-decode",
-                                           daemon=True)
-        self._collector.start()
+        except Exception as e:  # decoding must never end with a traceback of its own
+            window.problem = window.problem or (
+                f"profile could not be recorded ({type(e).__name__}: {e})")
+            tl = None
+        if self._schedule is not None:
+            self._schedule.cost_s += (window.start_cost_s + window.stop_cost_s
+                                      + window.decode_cost_s)
+        if tl is not None:
+            if tl.meta.device_type:
+                writer.update_meta(device_type=tl.meta.device_type)
+            if tl.meta.limitations:  # what the profile itself could not show
+                writer.update_meta(limitations=tl.meta.limitations)
+            writer.timeline(tl)
+            writer.window(float(tl.steps.start.min()), float(tl.steps.end.max()),
+                          "profiler window")
+        elif window.problem:
+            writer.update_meta(limitations=[window.problem])
+        writer.flush()
 
     # ---- exit paths ----------------------------------------------------------------------
     def _start_watchdog(self) -> None:
@@ -438,6 +513,8 @@ class DiagnoseCallback(keras.callbacks.Callback):
             self._calls.restore()
         if self._window is not None:
             self._window.stop()
+        for w in self._windows:
+            w.cleanup()
         if self._samplers is not None:
             self._samplers.stop_all()
 
@@ -446,22 +523,29 @@ class DiagnoseCallback(keras.callbacks.Callback):
         self._running = False
         t0 = time.perf_counter()
         try:
+            gil = self._samplers.gil if self._samplers is not None else None
+            if gil is not None:  # training is over: so is what the GIL probe measures
+                gil.end_burst()
             window = self._window
             if window is not None and window.active:
                 window.stop()
                 if not abnormal:
-                    self._collect_in_background()
+                    self._collect_in_background(window)
+            self._window = None
             if self._collector is not None:
+                self._decode_queue.put(None)
                 self._collector.join(timeout=60)
-            if window is not None:
-                self.overhead["profile_start_s"] = window.start_cost_s
-                self.overhead["profile_stop_s"] = window.stop_cost_s
-                self.overhead["profile_decode_s"] = window.decode_cost_s
-            if window is not None and not window.done and not window.problem:
-                window.problem = (f"the run had {self._step} steps, fewer than the profiler "
-                                  f"window start ({window.first_step})")
-                if self._writer is not None:
-                    self._writer.update_meta(limitations=[window.problem])
+            windows = self._windows
+            for key, attr in (("profile_start_s", "start_cost_s"),
+                              ("profile_stop_s", "stop_cost_s"),
+                              ("profile_decode_s", "decode_cost_s")):
+                self.overhead[key] = sum(getattr(w, attr) for w in windows)
+            self.overhead["profile_windows"] = float(len(windows))
+            sch = self._schedule
+            if sch is not None and not windows and self._writer is not None:
+                self._writer.update_meta(limitations=[
+                    f"the run had {self._step} steps, fewer than the profiler window start "
+                    f"({sch.first_step})"])
             if self._samplers is not None:
                 self._samplers.stop_all()
                 errs = self._samplers.errors

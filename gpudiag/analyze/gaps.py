@@ -16,7 +16,7 @@ import numpy as np
 
 from gpudiag.analyze.breakdown import profiled_steps
 from gpudiag.analyze.thresholds import GAP_BOUNDARY_WINDOW, GAP_MIN_FRACTION_OF_STEP, GAP_MIN_US
-from gpudiag.trace.timeline import Timeline, union_many
+from gpudiag.trace.timeline import Timeline, subtract, union_many, union_of
 
 
 @dataclass
@@ -45,6 +45,7 @@ def idle_gaps(tl: Timeline) -> list[Gaps]:
     ends = tl.steps.end[idx]
     durations = ends - starts
     window_lo, window_hi = float(starts.min()), float(ends.max())
+    profiled = union_of(starts, ends)
     min_gap = max(GAP_MIN_US, GAP_MIN_FRACTION_OF_STEP * float(np.median(durations)))
     boundaries = np.unique(np.concatenate([starts, ends]))
     margin = GAP_BOUNDARY_WINDOW * float(np.median(durations))
@@ -52,9 +53,9 @@ def idle_gaps(tl: Timeline) -> list[Gaps]:
     for device in tl.devices:
         busy = union_many([iv for (d, _), iv in tl.activity.items() if d == device])
         b = busy.clip(window_lo, window_hi)
-        # idle = complement of busy inside the window
-        edges_s = np.concatenate([[window_lo], b.ends])
-        edges_e = np.concatenate([b.starts, [window_hi]])
+        # idle = complement of busy inside the profiled steps (several windows: not between)
+        idle = subtract(profiled, b)
+        edges_s, edges_e = idle.starts, idle.ends
         gap_len = edges_e - edges_s
         keep = gap_len >= min_gap
         gs, ge, gl = edges_s[keep], edges_e[keep], gap_len[keep]

@@ -143,6 +143,8 @@ class _Shared:
         self.threads: list[threading.Thread] = []
         # bursts: a request wakes the probe thread; finished bursts wait for take()
         self.wake = threading.Event()
+        self.idle = threading.Event()  # set while no burst runs
+        self.idle.set()
         self.burst_until = 0.0
         self.done: deque[tuple[float, float, float]] = deque(maxlen=1000)  # (t0, t1, wall_us)
 
@@ -170,6 +172,7 @@ def _burst_loop(shared: _Shared, interval: float, burst_s: float, period_s: floa
         if stop.is_set():
             break
         start = mono()
+        shared.idle.clear()
         with lock:
             shared.burst_until = max(shared.burst_until, start + burst_s)
             until = shared.burst_until
@@ -187,6 +190,7 @@ def _burst_loop(shared: _Shared, interval: float, burst_s: float, period_s: floa
         with lock:
             shared.done.append((start, end, time.time() * 1e6))
             shared.burst_until = 0.0
+        shared.idle.set()
         next_due = start + period_s
 
 
@@ -339,6 +343,20 @@ class GilProbe:
             shared.burst_until = time.monotonic() + (seconds or self.burst_s)
         shared.wake.set()
 
+    def end_burst(self) -> None:
+        """End a running burst now (what follows, e.g. the end of training, is not what the
+        burst is meant to measure)."""
+        shared = self._shared
+        if shared is not None:
+            with shared.lock:
+                if shared.burst_until:
+                    shared.burst_until = time.monotonic()
+
+    def wait_idle(self, timeout: float) -> bool:
+        """Wait (at most ``timeout`` s) until no burst runs; True if none does."""
+        shared = self._shared
+        return True if shared is None else shared.idle.wait(timeout)
+
     def take(self) -> list[GilWindow]:
         """Statistics of each burst finished since the last call (burst mode)."""
         shared = self._shared
@@ -374,6 +392,7 @@ class GilProbe:
             with shared.lock:
                 running = bool(shared.burst_until)
             if running:
+                self.end_burst()
                 time.sleep(self.chunk_s + 0.05)  # the reference's last chunk for this burst
         if self._finalizer is not None:
             self._finalizer()  # runs _shutdown at most once

@@ -85,7 +85,7 @@ class ProfilerWindow:
         self.keep_dir = keep_dir  # copy the raw profile here (for TensorBoard / xprof)
         self.first_step = max(0, first_step)
         self.last_step = self.first_step + max(1, steps) - 1
-        self.logdir = tempfile.mkdtemp(prefix="gpudiag-profile-")
+        self.logdir = ""  # a temp dir while the window has files; removed by collect/cleanup
         self.active = False
         self.done = False
         self.problem: str | None = None
@@ -117,7 +117,13 @@ class ProfilerWindow:
     # ---- backend plumbing ----------------------------------------------------------------
     def _start(self) -> None:
         t0 = time.perf_counter()
+        other = user_profiler_running(self.backend)
+        if other:
+            self.problem = (f"profiler window at step {self.first_step} skipped: {other} "
+                            "(gpudiag never stops or shares another profiler session)")
+            return
         try:
+            self.logdir = tempfile.mkdtemp(prefix="gpudiag-profile-")
             with quiet_stderr():
                 if self.backend == "tensorflow":
                     import tensorflow as tf
@@ -222,10 +228,18 @@ class ProfilerWindow:
             return None
         finally:
             self.decode_cost_s = time.perf_counter() - t0
-            if self.keep_dir:
+            if self.keep_dir and self.logdir:
                 with contextlib.suppress(OSError):
                     shutil.copytree(self.logdir, self.keep_dir, dirs_exist_ok=True)
+            self.cleanup()
+
+    def cleanup(self) -> None:
+        """Remove the window's temp dir (idempotent; stops the profiler first if needed)."""
+        if self.active:
+            self.stop()
+        if self.logdir:
             shutil.rmtree(self.logdir, ignore_errors=True)
+            self.logdir = ""
 
     def _decode(self) -> Timeline | None:
         if self.backend == "torch":
@@ -254,6 +268,26 @@ class ProfilerWindow:
             if int(i) in self.step_times
         ]
         return float(np.median(diffs)) if diffs else None
+
+
+def user_profiler_running(backend: str) -> str:
+    """A sentence naming a profiler session the program itself runs now ("" if none): a
+    second session cannot start, and stopping it would cut the user's profile short."""
+    try:
+        if backend == "tensorflow":
+            import sys
+
+            mod = sys.modules.get("tensorflow.python.profiler.profiler_v2")
+            if mod is not None and getattr(mod, "_profiler", None) is not None:
+                return "a tf.profiler session of the program's own is running"
+        elif backend == "torch":
+            import torch.autograd.profiler as ap
+
+            if ap._is_profiler_enabled:
+                return "a torch.profiler session of the program's own is running"
+    except Exception:
+        return ""
+    return ""
 
 
 def shifted(tl: Timeline, shift_us: float) -> Timeline:

@@ -3,13 +3,18 @@
     with quiet_stderr():
         noisy_native_call()
 
-Python-level ``sys.stderr`` is not enough: C++ code writes to file descriptor 2 directly.
+Python-level ``sys.stderr`` is not enough: C++ code writes to file descriptor 2 directly, so
+fd 2 is pointed at a temp file for the block. That is process-wide: other threads (the
+user's) write there too meanwhile. Their lines are not lost: when the block ends, every line
+that is not a native log line (absl/glog format: ``I0000 00:00:… file.cc:12] …``) is written
+back to the real stderr — only the noise of what gpudiag called is dropped.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import re
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -35,7 +40,28 @@ def quiet_stderr() -> Iterator[list[str]]:
             os.dup2(saved, 2)
             os.close(saved)
             tmp.seek(0)
-            captured.extend(tmp.read().decode("utf-8", "replace").splitlines())
+            raw = tmp.read()
+            captured.extend(raw.decode("utf-8", "replace").splitlines())
+            _replay(raw)
+
+
+# absl / glog: "I0000 00:00:1795447606.505280    4152 profiler_session.cc:117] ..."
+_NATIVE_LOG = re.compile(rb"^[IWEF]\d{4} [\d:.]+\s+\d+ [\w./-]+:\d+\] ")
+_NATIVE_PREAMBLE = (b"WARNING: All log messages before absl::InitializeLog()",)
+
+
+def _replay(raw: bytes) -> None:
+    """Write back what other threads said while fd 2 was redirected (native log lines of
+    the quieted call excepted)."""
+    keep = [line for line in raw.splitlines(keepends=True)
+            if not _NATIVE_LOG.match(line) and not line.startswith(_NATIVE_PREAMBLE)]
+    data = b"".join(keep)
+    while data:
+        try:
+            n = os.write(2, data)
+        except OSError:
+            return
+        data = data[n:]
 
 
 def quiet_tensorflow_env() -> None:

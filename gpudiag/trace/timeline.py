@@ -185,6 +185,10 @@ class Steps:
     def __len__(self) -> int:
         return int(self.index.size)
 
+    @property
+    def durations(self) -> np.ndarray:
+        return self.end - self.start
+
 
 @dataclass
 class StepBuckets:
@@ -202,10 +206,6 @@ class StepBuckets:
 
     def __len__(self) -> int:
         return int(self.start.size)
-
-    @property
-    def durations(self) -> np.ndarray:
-        return self.end - self.start
 
 
 @dataclass
