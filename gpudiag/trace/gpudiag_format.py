@@ -13,10 +13,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from gpudiag.trace.chrome import loads
-from gpudiag.trace.errors import TraceError
 import numpy as np
 
+from gpudiag.trace.chrome import loads
+from gpudiag.trace.errors import TraceError
 from gpudiag.trace.timeline import Kind, Metadata, RecordedFinding, StepBuckets, Timeline
 
 FORMAT_NAME = "gpudiag-trace"
