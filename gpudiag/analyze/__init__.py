@@ -19,8 +19,8 @@ from gpudiag.analyze.arrival import RankTiming, find_waited_for
 from gpudiag.analyze.breakdown import Breakdown, merge_breakdowns
 from gpudiag.analyze.diagnosis import DeviceSummary, Diagnosis, Finding, RankSummary
 from gpudiag.analyze.gaps import Gaps, idle_gaps
-from gpudiag.analyze.rules import HostFacts, RankEvidence, RunEvidence, Situation
 from gpudiag.analyze.phases import per_batch_times, whole_run
+from gpudiag.analyze.rules import HostFacts, RankEvidence, RunEvidence, Situation
 from gpudiag.analyze.verdict import decide
 from gpudiag.trace.runconfig import RunConfig
 from gpudiag.trace.timeline import Timeline
