@@ -279,3 +279,22 @@ def xla_tpu(steps: int = 6, step_us: float = 10_000.0) -> dict[str, Any]:
             }
         )
     return {"displayTimeUnit": "ns", "traceEvents": ev}
+
+
+def sync_every_step(iters: int = 8, step_us: float = 10_000.0) -> dict[str, Any]:
+    """Kineto >= 1.10 trace where each step ends in loss.item(): cudaStreamSynchronize waits
+    for the GPU, which then idles 30% of the step until the host launches the next one."""
+    ev: list[dict[str, Any]] = []
+    cpu = 5
+    for i in range(iters):
+        t = i * step_us
+        ev.append(_x("user_annotation", f"ProfilerStep#{i}", cpu, cpu, t, step_us))
+        ev.append(_x("cpu_op", "aten::mm", cpu, cpu, t + 10, 50.0))
+        ev.append(_x("cpu_op", "MmBackward0", cpu, cpu, t + 100, 50.0))
+        ev.append(
+            _x("kernel", "ampere_sgemm_128x64_nn", 0, 7, t + 3000, 0.7 * step_us - 10, device=0)
+        )
+        ev.append(
+            _x("cuda_runtime", "cudaStreamSynchronize", cpu, cpu, t + 200, 0.7 * step_us + 2790)
+        )
+    return kineto(ev)

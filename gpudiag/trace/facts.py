@@ -75,6 +75,28 @@ def host_call_kind(name: str) -> str | None:
     return None
 
 
+def config_precision(in_use: list[str]) -> str:
+    """The RunConfig precision a kernel mix amounts to: the lowest float type in use, else
+    float32 (TF32 Tensor Cores still keep float32 data: mixed precision would halve it)."""
+    for label, policy in (("fp8", "fp8"), ("bf16", "mixed_bfloat16"), ("fp16", "mixed_float16")):
+        if label in in_use:
+            return policy
+    return "float32"
+
+
+# XLA op long names carry the output type: "%fusion.3 = bf16[8,128]{1,0} fusion(...)"
+XLA_DTYPE_RE = re.compile(r"=\s*\(?(bf16|f16|f8e\w+|f32|s8)\[")
+XLA_DTYPES = {"bf16": "bf16", "f16": "fp16", "s8": "int8"}
+
+
+def xla_precision(long_name: str) -> str | None:
+    m = XLA_DTYPE_RE.search(long_name)
+    if m is None:
+        return None
+    t = m.group(1)
+    return "fp8" if t.startswith("f8") else XLA_DTYPES.get(t, "fp32")
+
+
 def kernel_precision(name: str) -> str | None:
     for label, pattern in PRECISION_TABLE:
         if pattern.search(name):
@@ -93,14 +115,15 @@ class RunFacts:
     _kernel_cache: dict[str, tuple[str | None, bool]] = field(default_factory=dict)
     _host_cache: dict[str, bool] = field(default_factory=dict)
 
-    def kernel(self, name: str, dur_us: float) -> None:
+    def kernel(self, name: str, dur_us: float, long_name: str = "") -> None:
         cached = self._kernel_cache.get(name)
         if cached is None:
-            cached = (kernel_precision(name), TENSOR_CORE_RE.search(name) is not None)
+            label = kernel_precision(name) or (xla_precision(long_name) if long_name else None)
+            cached = (label, TENSOR_CORE_RE.search(name) is not None)
             if len(self._kernel_cache) < 100_000:
                 self._kernel_cache[name] = cached
         self.kernel_us += dur_us
-        if cached[0]:
+        if cached[0] and cached[0] != "fp32":
             self.precision_us[cached[0]] = self.precision_us.get(cached[0], 0.0) + dur_us
         if cached[1]:
             self.tensor_core_us += dur_us
@@ -141,6 +164,12 @@ class RunFacts:
             extra["training_evidence"] = self.training_evidence
         elif self.host_ops >= INFERENCE_MIN_HOST_OPS:
             extra["workload"] = "inference"
+        config: dict[str, object] = {}
+        if "workload" in extra:
+            config["training"] = extra["workload"] == "training"
+        if self.kernel_us > 0:
+            config["precision"] = config_precision(extra["precision"])
+        tl.meta.config.update(config)
         if self.comm_us:
             extra["communication_us"] = {
                 k: round(v, 1) for k, v in sorted(self.comm_us.items(), key=lambda kv: -kv[1])

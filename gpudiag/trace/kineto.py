@@ -38,6 +38,7 @@ HOST_CATS = frozenset({"cpu_op", "Operator", "user_annotation", "python_function
 LEGACY_CPU_PID = "CPU functions"
 LEGACY_CUDA_PID = "CUDA functions"
 KINETO_CATS = DEVICE_CATS | RUNTIME_CATS | HOST_CATS
+GRAPH_LAUNCHES = frozenset({"cudaGraphLaunch", "hipGraphLaunch", "cuGraphLaunch"})
 
 
 def looks_like_kineto(doc: ChromeDoc) -> bool:
@@ -110,7 +111,7 @@ def read_kineto_events(events: Iterable[Any], top: dict[str, Any], path: str) ->
     markers: dict[str, tuple[list[float], list[float]]] = {}
     is_marker_name: dict[str, bool] = {}
     facts = RunFacts()
-    launches = 0
+    launches = graphs = 0
     hip = False
     kernel_kind: dict[str, tuple[Kind, Comm | None]] = {}  # names repeat: classify each once
     try:
@@ -160,6 +161,7 @@ def read_kineto_events(events: Iterable[Any], top: dict[str, Any], path: str) ->
             elif cat in RUNTIME_CATS:
                 if "Launch" in name:
                     launches += 1
+                    graphs += name in GRAPH_LAUNCHES
                 hip = hip or name.startswith("hip")
                 if host_call_kind(name) is not None:
                     ts = float(ev["ts"])
@@ -214,6 +216,8 @@ def read_kineto_events(events: Iterable[Any], top: dict[str, Any], path: str) ->
     elif any("_MultiProcessingDataLoaderIter" in n for n in in_n):
         tl.pipeline["dataloader_workers"] = "several"
     tl.meta.extra["kernel_launches"] = launches
+    if graphs:
+        tl.meta.extra["cuda_graph_launches"] = graphs
     if hip and "NCCL" in facts.comm_us:  # RCCL keeps NCCL's kernel names
         facts.comm_us["RCCL"] = facts.comm_us.pop("NCCL") + facts.comm_us.get("RCCL", 0.0)
     if hip and not tl.meta.device_type:

@@ -22,6 +22,7 @@ INPUT_KINDS = ("tf.data", "pydataset", "generator", "array", "dataloader", "unkn
 class RunConfig:
     # --- program ---------------------------------------------------------------------------
     framework: str | None = None  # tensorflow | jax | torch | pytorch
+    api: str | None = None  # "keras" when a Keras model drove the run (any backend)
     device_type: str | None = None  # GPU | CPU | TPU ...
     training: bool | None = None  # False: an inference-only trace
     jit_compile: bool | None = None  # XLA compilation of the step

@@ -193,7 +193,7 @@ def read_tf_trace(doc: ChromeDoc, path: str, producer: str = "tf-trace-viewer") 
     if jax_seen:
         meta.framework = "jax"
     if keras_seen:
-        meta.extra["api"] = "keras"
+        meta.config.update({"api": "keras"})
     base = Timeline(meta=meta)
     base.pipeline.update(pipeline)
     for name, (m_s, m_e) in markers.items():
@@ -268,7 +268,8 @@ def _add_xla_ops(
         if comm is not None:
             facts.comm(comm.library, end - ts)
         else:
-            facts.kernel(name, end - ts)
+            long_name = args.get("long_name") if isinstance(args, dict) else None
+            facts.kernel(name, end - ts, long_name if isinstance(long_name, str) else "")
             ops_count += 1
     for (library, _op), starts in pending.items():  # issued, never awaited in the profile
         for ts, end in starts:

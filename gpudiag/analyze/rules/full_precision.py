@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from gpudiag.analyze.diagnosis import Finding, Suggestion
 from gpudiag.analyze.rules.base import RankEvidence, Situation, pct
+from gpudiag.analyze.rules.frameworks import remedy
 from gpudiag.analyze.rules.gain import Gain, removed
 
 ID = "full-precision"
@@ -16,6 +17,8 @@ def detect(ev: RankEvidence) -> Finding | None:
     cfg, b = ev.config, ev.breakdown
     if b is None or ev.cpu_device or not ev.timeline.devices:
         return None
+    if (cfg.device_type or ev.timeline.meta.device_type) == "TPU":
+        return None  # TPUs run float32 matmuls in bfloat16 passes by default
     if cfg.precision not in (None, "float32") or b.shares["compute"] < COMPUTE_SHARE:
         return None
     return Finding(ID, "info", "Compute-bound in float32",
@@ -27,7 +30,5 @@ def advise(f: Finding, s: Situation) -> list[Suggestion]:
     c = s.shares["compute"]
     g = Gain.of(removed(c / 2), 1.0, removed(c / 2),
                 f"half of compute ({c:.0%}) saved on tensor-core GPUs (not measured here)")
-    return [Suggestion(
-        "Use mixed precision",
-        "keras.mixed_precision.set_global_policy('mixed_float16') (bfloat16 on TPU/Hopper).",
-        g.point, g.basis, ID, [round(g.low, 2), round(g.high, 2)])]
+    title, detail = remedy("mixed-precision", s.config) or ("Use mixed precision", "")
+    return [Suggestion(title, detail, g.point, g.basis, ID, [round(g.low, 2), round(g.high, 2)])]

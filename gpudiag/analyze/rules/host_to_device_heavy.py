@@ -7,6 +7,7 @@ import numpy as np
 from gpudiag.analyze import thresholds as T
 from gpudiag.analyze.diagnosis import Finding, Suggestion
 from gpudiag.analyze.rules.base import RankEvidence, Situation, pct
+from gpudiag.analyze.rules.frameworks import remedy
 from gpudiag.analyze.rules.gain import Gain, removed
 
 ID = "host-to-device-heavy"
@@ -32,8 +33,5 @@ def advise(f: Finding, s: Situation) -> list[Suggestion]:
     x = s.shares["transfer"]
     g = Gain.of(removed(x / 2), 1.0, removed(x),
                 f"exposed copies are {x:.0%} of step time; half hidden or shrunk at the point")
-    return [Suggestion(
-        "Shrink and overlap host-to-device copies",
-        "Send compact dtypes (uint8 images, cast on device), prefetch to the device "
-        "(tf.data.experimental.prefetch_to_device / pin_memory + non_blocking=True).",
-        g.point, g.basis, ID, [round(g.low, 2), round(g.high, 2)])]
+    title, detail = remedy("overlap-copies", s.config) or ("Overlap host-to-device copies", "")
+    return [Suggestion(title, detail, g.point, g.basis, ID, [round(g.low, 2), round(g.high, 2)])]

@@ -8,6 +8,7 @@ import numpy as np
 from gpudiag.analyze import thresholds as T
 from gpudiag.analyze.diagnosis import Finding, Suggestion
 from gpudiag.analyze.rules.base import RankEvidence, Situation, pct
+from gpudiag.analyze.rules.frameworks import remedy
 from gpudiag.analyze.rules.gain import Gain, batch_scaled
 from gpudiag.trace.timeline import Kind
 
@@ -38,13 +39,13 @@ def detect(ev: RankEvidence) -> Finding | None:
 def advise(f: Finding, s: Situation) -> list[Suggestion]:
     other = s.shares["other"]
     out = []
-    if s.config.jit_compile is not True:
+    text = remedy("fuse-kernels", s.config)
+    if s.has("inference-trace"):
+        return []  # the inference finding names the launch-bound decode and its remedy
+    if s.config.jit_compile is not True and text is not None:
         g = Gain.of(batch_scaled(other, 2), 1.0, batch_scaled(other, 4),
                     f"idle between kernels {other:.0%}; fusion removes part of the launches "
                     "(not measured on this machine)")
-        out.append(Suggestion(
-            "Fuse small kernels",
-            "Compile the step: model.compile(..., jit_compile=True) (XLA); torch.compile or "
-            "CUDA graphs on PyTorch.",
-            g.point, g.basis, ID, [round(g.low, 2), round(g.high, 2)]))
+        out.append(Suggestion(text[0], text[1], g.point, g.basis, ID,
+                              [round(g.low, 2), round(g.high, 2)]))
     return out

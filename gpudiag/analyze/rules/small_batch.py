@@ -21,6 +21,8 @@ def detect(ev: RankEvidence) -> Finding | None:
     per = cfg.per_replica_batch
     if b is None or per is None or per >= SMALL_BATCH or (cfg.replicas or 1) > 1:
         return None
+    if cfg.training is False:
+        return None  # no training-batch advice on an inference trace
     if b.shares["compute"] < COMPUTE_SHARE:
         return None
     evidence: dict[str, object] = {"batch": int(per), "compute_share_pct":

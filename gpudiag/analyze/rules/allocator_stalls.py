@@ -1,0 +1,82 @@
+"""``allocator-stalls``: the host blocks in device memory allocation calls (``cudaFree``,
+``hipFree``, ``cudaMalloc``, ...) while the device idles. A caching allocator makes these
+calls rare; a run that makes them every step has it turned off
+(``PYTORCH_NO_CUDA_MEMORY_CACHING=1`` / ``PYTORCH_NO_HIP_MEMORY_CACHING=1``,
+``XLA_PYTHON_CLIENT_ALLOCATOR=platform``, ``TF_GPU_ALLOCATOR=cuda_malloc``) or empties its
+cache in the loop. ``cudaFree``/``hipFree`` also synchronise the device."""
+
+from __future__ import annotations
+
+from gpudiag.analyze.diagnosis import Finding, Suggestion
+from gpudiag.analyze.rules import host_calls as H
+from gpudiag.analyze.rules.base import RankEvidence, Situation, pct
+from gpudiag.analyze.rules.frameworks import api
+from gpudiag.analyze.rules.gain import Gain, removed
+
+ID = "allocator-stalls"
+SCOPE = "rank"
+# share of the analysed time the host is blocked in allocator calls while the device idles:
+# the same anchors as the other stalls (xprof's 5% "moderate" and our 20% "high" input wait)
+SHARE_MODERATE = 0.05
+SHARE_HIGH = 0.20
+
+
+def detect(ev: RankEvidence) -> Finding | None:
+    tl = ev.timeline
+    calls = H.calls_of(tl, "allocator")
+    win = H.windows(ev)
+    span = H.length(win)
+    if not calls or span <= 0:
+        return None
+    blocked = H.within(H.union(list(calls.values())), win)
+    stalled = H.exposed(blocked, H.device_busy(tl))
+    share = H.total(stalled) / span
+    if share < SHARE_MODERATE:
+        return None
+    by_name = H.per_call(calls, win)
+    top = next(iter(by_name), "allocator calls")
+    return Finding(
+        ID,
+        "high" if share >= SHARE_HIGH else "moderate",
+        f"Host blocked in {top} {pct(share)}% of the time while the device idles",
+        {
+            "allocator_stall_pct": pct(share),
+            "host_in_allocator_pct": pct(H.total(blocked) / span),
+            "calls": by_name,
+            "steps": len(win),
+        },
+    )
+
+
+_REMEDY = {
+    "pytorch": (
+        "Keep PyTorch's caching allocator on",
+        "Unset PYTORCH_NO_CUDA_MEMORY_CACHING / PYTORCH_NO_HIP_MEMORY_CACHING and drop "
+        "torch.cuda.empty_cache() from the loop: freed blocks are then reused instead of "
+        "handed back with cudaFree/hipFree, which waits for the device. Against fragmentation "
+        "use PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (PYTORCH_HIP_ALLOC_CONF on ROCm).",
+    ),
+    "jax": (
+        "Keep XLA's pooling allocator on",
+        "Unset XLA_PYTHON_CLIENT_ALLOCATOR=platform (it allocates and frees on demand); limit "
+        "memory with XLA_PYTHON_CLIENT_MEM_FRACTION instead.",
+    ),
+    "keras": (
+        "Keep TensorFlow's pooling allocator on",
+        "Unset TF_GPU_ALLOCATOR=cuda_malloc and keep the default BFC allocator; do not call "
+        "keras.backend.clear_session() or rebuild models inside the training loop.",
+    ),
+}
+
+
+def advise(f: Finding, s: Situation) -> list[Suggestion]:
+    share = float(f.evidence["allocator_stall_pct"]) / 100.0
+    g = Gain.of(
+        removed(share * 0.9),
+        removed(share / 2),
+        removed(share),
+        f"device idle {share:.0%} of the time while the host frees/allocates; a caching "
+        "allocator makes those calls rare (not measured on this run)",
+    )
+    title, detail = _REMEDY[api(s.config)]
+    return [Suggestion(title, detail, g.point, g.basis, ID, [round(g.low, 2), round(g.high, 2)])]
