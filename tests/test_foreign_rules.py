@@ -61,7 +61,7 @@ def test_rocm_hipfree_is_an_allocator_stall(tmp_path):
     f = d.finding("allocator-stalls")
     assert f is not None and f.severity == "high"
     assert f.evidence["allocator_stall_pct"] > 90
-    assert "hipFree" in f.title and f.evidence["calls"]["hipFree"]["calls"] == 5
+    assert "hipFree" in f.title and f.evidence["calls"]["hipFree"] == 5
     top = d.suggestions[0]
     assert top.finding == "allocator-stalls"
     assert "PYTORCH_NO_HIP_MEMORY_CACHING" in top.detail

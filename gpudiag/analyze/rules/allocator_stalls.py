@@ -33,8 +33,8 @@ def detect(ev: RankEvidence) -> Finding | None:
     share = H.total(stalled) / span
     if share < SHARE_MODERATE:
         return None
-    by_name = H.per_call(calls, win)
-    top = next(iter(by_name), "allocator calls")
+    counts, ms = H.per_call(calls, win)
+    top = next(iter(counts), "allocator calls")
     return Finding(
         ID,
         "high" if share >= SHARE_HIGH else "moderate",
@@ -42,7 +42,8 @@ def detect(ev: RankEvidence) -> Finding | None:
         {
             "allocator_stall_pct": pct(share),
             "host_in_allocator_pct": pct(H.total(blocked) / span),
-            "calls": by_name,
+            "calls": counts,
+            "time_in_calls_ms": ms,
             "steps": len(win),
         },
     )

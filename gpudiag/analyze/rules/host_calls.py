@@ -82,12 +82,14 @@ def idle_after(calls: Intervals, busy: Intervals, win: list[tuple[float, float]]
 
 def per_call(
     calls: dict[str, Intervals], win: list[tuple[float, float]]
-) -> dict[str, dict[str, float]]:
-    """Count and total per API name inside the windows, largest first."""
-    out: dict[str, dict[str, float]] = {}
+) -> tuple[dict[str, int], dict[str, float]]:
+    """Number of calls and time in them (ms) per API name inside the windows, largest
+    first."""
+    counts: dict[str, int] = {}
+    ms: dict[str, float] = {}
     for name, iv in sorted(calls.items(), key=lambda kv: -total(within(kv[1], win))):
-        inside = within(iv, win)
         n = int(sum(np.count_nonzero((iv.starts < hi) & (iv.ends > lo)) for lo, hi in win))
         if n:
-            out[name] = {"calls": n, "total_ms": round(total(inside) / 1000.0, 2)}
-    return out
+            counts[name] = n
+            ms[name] = round(total(within(iv, win)) / 1000.0, 2)
+    return counts, ms

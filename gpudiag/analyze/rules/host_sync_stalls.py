@@ -32,8 +32,8 @@ def detect(ev: RankEvidence) -> Finding | None:
     share = H.total(idle) / span
     if share < SHARE_MODERATE:
         return None
-    by_name = H.per_call(calls, win)
-    n = int(sum(v["calls"] for v in by_name.values()))
+    counts, ms = H.per_call(calls, win)
+    n = sum(counts.values())
     return Finding(
         ID,
         "high" if share >= SHARE_HIGH else "moderate",
@@ -43,7 +43,8 @@ def detect(ev: RankEvidence) -> Finding | None:
             "idle_after_sync_pct": pct(share),
             "host_in_sync_pct": pct(H.total(blocked) / span),
             "syncs_per_step": round(n / max(1, len(win)), 1),
-            "calls": by_name,
+            "calls": counts,
+            "time_in_calls_ms": ms,
         },
     )
 
