@@ -38,6 +38,7 @@ HOST_CATS = frozenset({"cpu_op", "Operator", "user_annotation", "python_function
 LEGACY_CPU_PID = "CPU functions"
 LEGACY_CUDA_PID = "CUDA functions"
 KINETO_CATS = DEVICE_CATS | RUNTIME_CATS | HOST_CATS
+MAX_CACHED_NAMES = 100_000
 GRAPH_LAUNCHES = frozenset({"cudaGraphLaunch", "hipGraphLaunch", "cuGraphLaunch"})
 
 
@@ -179,7 +180,9 @@ def read_kineto_events(events: Iterable[Any], top: dict[str, Any], path: str) ->
                 facts.host_op(name)
                 mark = is_marker_name.get(name)
                 if mark is None:
-                    mark = is_marker_name[name] = is_marker(name)
+                    mark = is_marker(name)
+                    if len(is_marker_name) < MAX_CACHED_NAMES:  # python_function names vary
+                        is_marker_name[name] = mark
                 if mark:
                     ts = float(ev["ts"])
                     lists = markers.setdefault(name, ([], []))
