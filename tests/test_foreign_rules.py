@@ -141,3 +141,17 @@ def test_hidden_communication_thresholds(tmp_path):
             ev["dur"] *= 0.2  # 18% of the step: below the 20% worth reporting
     d = _diag(doc, tmp_path)
     assert d.finding("communication-hidden") is None and d.finding("exposed-collectives") is None
+
+
+def test_compiled_pytorch_step_is_not_told_to_compile(tmp_path):
+    doc = foreign.eager_decode()
+    doc["traceEvents"] = [e for e in doc["traceEvents"] if e["name"] != "forward"]
+    doc["traceEvents"].append(foreign._x("cpu_op", "MmBackward0", 9, 9, 0, 5.0))  # training
+    for ev in doc["traceEvents"]:
+        if ev.get("cat") == "kernel":
+            ev["name"] = "triton_poi_fused_add_mul_0"
+    tl = load_file(foreign.write(doc, tmp_path / "c.json"))[0]
+    assert tl.meta.config.jit_compile is True
+    d = diagnose([tl])
+    assert d.finding("kernel-launch-bound") is not None
+    assert "torch.compile" not in _texts(d)

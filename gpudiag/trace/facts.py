@@ -34,6 +34,13 @@ TENSOR_CORE_RE = re.compile(
     r"_tc_|tensor_core|cutlass.*sm(?:75|8\d|9\d|1\d\d)|flash|fmha|e4m3|e5m2",
     re.IGNORECASE,
 )
+# kernels a compiler generated: TorchInductor's Triton kernels, XLA's fusions
+COMPILED_RE = re.compile(
+    r"^triton_(?:poi|red|per|tem|mm|bmm)_|^(?:loop|input)_\w*fusion|^fusion(?:[._]\d+)?$"
+)
+# compiled kernels taking this share of kernel time mean the step is compiled already (a
+# partly compiled model still runs most of its time in the compiler's kernels)
+COMPILED_MIN_SHARE = 0.20
 # a data type is "in use" when its kernels take at least this share of device kernel time:
 # AMP keeps many float32 element-wise kernels, so its half-precision GEMMs are a minority
 # of kernels but still well above 5% of the time; a stray cast kernel is not
@@ -109,17 +116,22 @@ class RunFacts:
     kernel_us: float = 0.0
     precision_us: dict[str, float] = field(default_factory=dict)
     tensor_core_us: float = 0.0
+    compiled_us: float = 0.0
     host_ops: int = 0
     training_evidence: str = ""
     comm_us: dict[str, float] = field(default_factory=dict)
-    _kernel_cache: dict[str, tuple[str | None, bool]] = field(default_factory=dict)
+    _kernel_cache: dict[str, tuple[str | None, bool, bool]] = field(default_factory=dict)
     _host_cache: dict[str, bool] = field(default_factory=dict)
 
     def kernel(self, name: str, dur_us: float, long_name: str = "") -> None:
         cached = self._kernel_cache.get(name)
         if cached is None:
             label = kernel_precision(name) or (xla_precision(long_name) if long_name else None)
-            cached = (label, TENSOR_CORE_RE.search(name) is not None)
+            cached = (
+                label,
+                TENSOR_CORE_RE.search(name) is not None,
+                COMPILED_RE.search(name) is not None,
+            )
             if len(self._kernel_cache) < 100_000:
                 self._kernel_cache[name] = cached
         self.kernel_us += dur_us
@@ -127,6 +139,8 @@ class RunFacts:
             self.precision_us[cached[0]] = self.precision_us.get(cached[0], 0.0) + dur_us
         if cached[1]:
             self.tensor_core_us += dur_us
+        if cached[2]:
+            self.compiled_us += dur_us
 
     def comm(self, library: str, dur_us: float) -> None:
         self.comm_us[library] = self.comm_us.get(library, 0.0) + dur_us
@@ -169,6 +183,11 @@ class RunFacts:
             config["training"] = extra["workload"] == "training"
         if self.kernel_us > 0:
             config["precision"] = config_precision(extra["precision"])
+            compiled = self.compiled_us / self.kernel_us
+            extra["compiled_kernel_share"] = round(compiled, 3)
+            # JAX always compiles; RunConfig.jit_compile speaks of an opt-in compiler
+            if compiled >= COMPILED_MIN_SHARE and tl.meta.framework != "jax":
+                config["jit_compile"] = True
         tl.meta.config.update(config)
         if self.comm_us:
             extra["communication_us"] = {
