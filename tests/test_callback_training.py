@@ -52,6 +52,10 @@ def test_gil_holding_generator_is_data_starved_with_gil_pressure(tmp_path):
     # GIL contention, not CPU contention: the out-of-process reference stays on time
     assert gil["evidence"]["gil_lateness_p95_ms"] >= 3 * (
         gil["evidence"]["reference_lateness_p95_ms"] or 0.1)
+    # GIL-held Python needs processes: threads (a parallel map) cannot run it in parallel
+    titles = [s["title"] for s in d["suggestions"]]
+    assert titles and "worker processes" in titles[0]
+    assert not any("Parallelise" in t for t in titles)
     reanalysed_equals(result)
 
 
@@ -67,6 +71,21 @@ def test_slow_sequential_map_is_data_starved(tmp_path):
     reanalysed_equals(result)
 
 
+def test_options_already_on_are_never_suggested(tmp_path):
+    result, _ = run_scenario("already_on", tmp_path / "on.json")
+    d = result["diagnosis"]
+    titles = " ".join(s["title"] for s in d["suggestions"])
+    assert "Parallelise" not in titles and "Prefetch" not in titles and "XLA" not in titles
+    assert not {"sequential-map", "no-prefetch", "xla-off"} & set(ids(result))
+    # the callback recorded what the run does: compile options and the tf.data graph
+    (tl,) = load_file(result["trace_path"])
+    cfg = tl.meta.config
+    assert cfg.jit_compile is True and cfg.steps_per_execution == 1
+    assert cfg.parallel_maps == 1 and cfg.sequential_maps == 0 and cfg.prefetch is True
+    assert cfg.input_kind == "tf.data" and cfg.precision == "float32" and cfg.cores
+    reanalysed_equals(result)
+
+
 def test_cached_prefetched_conv_is_compute_bound(tmp_path):
     result, _ = run_scenario("cached_conv", tmp_path / "conv.json")
     d = result["diagnosis"]
@@ -74,6 +93,9 @@ def test_cached_prefetched_conv_is_compute_bound(tmp_path):
     assert d["breakdown"]["compute"] >= 0.6
     assert d["breakdown"]["input"] < 0.05
     assert not {"input-wait", "sequential-map", "python-generator"} & set(ids(result))
+    assert "gpu-idle-gaps" not in ids(result)  # a CPU-only run has no GPU to idle
+    titles = " ".join(s["title"] for s in d["suggestions"])
+    assert "XLA" not in titles and "worker" not in titles and "Parallelise" not in titles
     assert any("NVIDIA" in lim or "GPU" in lim for lim in d["limitations"])
 
 

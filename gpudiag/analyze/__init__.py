@@ -21,6 +21,7 @@ from gpudiag.analyze.diagnosis import DeviceSummary, Diagnosis, Finding, RankSum
 from gpudiag.analyze.gaps import Gaps, idle_gaps
 from gpudiag.analyze.phases import per_batch_times, whole_run
 from gpudiag.analyze.rules import HostFacts, RankEvidence, RunEvidence, Situation
+from gpudiag.analyze.rules.base import as_judged
 from gpudiag.analyze.verdict import decide
 from gpudiag.trace.runconfig import RunConfig
 from gpudiag.trace.timeline import Timeline
@@ -99,20 +100,6 @@ def _int(x: object) -> int | None:
         return None
 
 
-PYTHON_FED = ("generator", "pydataset")
-
-
-def _as_judged(shares: dict[str, float], cfg: RunConfig) -> dict[str, float]:
-    """Shares the verdict and the remedies are judged on. When Keras itself pulls batches from
-    Python (a generator or PyDataset), the wait happens in Keras's Python iterator, not in a
-    TF op, and lands in 'other' — sometimes as input, sometimes not, from one profile window
-    to the next (0–46% measured on the same run). There 'other' is counted as input wait: the
-    sum is stable, the split is not (docs/method.md)."""
-    if cfg.input_kind not in PYTHON_FED or shares["other"] <= 0:
-        return shares
-    return {**shares, "input": shares["input"] + shares["other"], "other": 0.0}
-
-
 def _rank_findings(tl: Timeline, b: Breakdown | None, gaps: list[Gaps], cfg: RunConfig,
                    host: HostFacts) -> list[Finding]:
     found = rules.detect(RankEvidence(tl, b, gaps, cfg, host))
@@ -163,7 +150,7 @@ def diagnose(timelines: list[Timeline], cpu_count: int | None = None) -> Diagnos
     findings += rules.detect_run(
         RunEvidence(labels, parts, _rank_waits(timelines, labels, ranks)))
     shares = merge_breakdowns(parts)
-    judged = _as_judged(shares, configs[0])
+    judged = as_judged(shares, configs[0])
     verdict, confidence, why = decide(judged)
     if judged is not shares:
         why += (" (with host time Keras spends pulling batches from Python code, "

@@ -101,9 +101,6 @@ class HostMonitor:
             self._proc = psutil.Process(pid if pid is not None else os.getpid())
         except Exception:
             self._proc = None
-        self._children: dict[int, float] = {}  # child pid -> CPU seconds when last read
-        self._child_total = 0.0
-        self._first_read = True
         self._prev_proc = self._proc_time()
         self._prev = self._cpu_times()
         self._prev_t = time.monotonic()
@@ -118,32 +115,28 @@ class HostMonitor:
             return []
 
     def _proc_time(self) -> float | None:
-        """CPU seconds of this process plus its live children (as a running total: a child's
-        time counts from when it was first seen, or from its start when it started since)."""
+        """CPU seconds of this process and its children: its own, its reaped children's
+        (whole lives, added by the OS when they are waited for) and its live children's so
+        far. A worker stays counted when it exits between two reads: its time moves from the
+        live sum to the reaped one, including its last slice."""
         if self._proc is None:
             return None
         try:
             t = self._proc.cpu_times()
-            own = float(t.user + t.system)
+            total = float(t.user + t.system + t.children_user + t.children_system)
         except Exception:
             return None
         try:
             kids = self._proc.children(recursive=True)
         except Exception:
             kids = []
-        first, self._first_read = self._first_read, False
         for k in kids:
             try:
                 ct = k.cpu_times()
-                total = float(ct.user + ct.system)
+                total += float(ct.user + ct.system)
             except Exception:
                 continue
-            prev = self._children.get(k.pid)
-            if prev is None:
-                prev = total if first else 0.0
-            self._child_total += max(0.0, total - prev)
-            self._children[k.pid] = total
-        return own + self._child_total
+        return total
 
     def read(self) -> HostSnapshot:
         """CPU shares since the previous read, plus memory and load now."""

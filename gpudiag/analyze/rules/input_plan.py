@@ -29,6 +29,10 @@ NO_HEADROOM = 1.1
 # Multiprocessing workers pay pickling and IPC per batch: the share of their ideal speed-up
 # kept (calibrated by benchmarks/fix_gains.py, docs/remedies.md).
 PROCESS_EFFICIENCY = 0.85
+# Python moved out of a tf.data py_function/numpy_function into worker processes also sheds
+# the op's per-element call overhead (tensor conversion, GIL hand-off with TF's threads):
+# measured here up to 1.15× a worker's plain share (docs/remedies.md).
+PY_FUNCTION_SHED = 1.15
 
 
 def input_work(s: Situation) -> str:
@@ -59,12 +63,10 @@ def _headroom(s: Situation) -> float | None:
     return capacity(s.config.cores, s.host.own_cores())
 
 
-def _input_gain(s: Situation, n: float, hidden_ok: bool) -> Gain:
-    """Producer spread over ``n`` effective workers. For Python input Keras's own queue thread
-    may hide part of the wait as host 'other' time: the high end counts it as input."""
+def _input_gain(s: Situation, n_low: float, n: float, n_high: float) -> Gain:
+    """Producer spread over ``n`` effective workers (``n_low``..``n_high`` for the range)."""
     inp = s.shares["input"]
-    hidden = s.shares["other"] if hidden_ok else 0.0
-    g = Gain.of(pipelined(inp, n), pipelined(inp, n), pipelined(inp + hidden, n),
+    g = Gain.of(pipelined(inp, n), pipelined(inp, n_low), pipelined(inp, n_high),
                 f"input wait {inp:.0%} of step time, producer spread over {n:g} workers")
     if input_work(s) == "python-waiting":
         return g  # waiting work needs no CPU: the cores do not bound it
@@ -81,8 +83,15 @@ def _workers_remedy(s: Situation, kind: str) -> list[Suggestion]:
         return []  # already as parallel as the machine allows
     if n < 2:
         return []
-    eff = n * PROCESS_EFFICIENCY if cfg.use_multiprocessing or kind == "python" else n
-    g = _input_gain(s, eff / max(1, have) if cfg.input_kind == "pydataset" else eff, True)
+    # per-worker speed: processes lose some to pickling and queues (PROCESS_EFFICIENCY); work
+    # moved out of a tf.data py_function also sheds that op's per-element call overhead
+    scale = 1.0 / max(1, have) if cfg.input_kind == "pydataset" else 1.0
+    if cfg.input_kind == "tf.data":
+        g = _input_gain(s, n * PROCESS_EFFICIENCY * scale, n * scale,
+                        n * PY_FUNCTION_SHED * scale)
+    else:
+        g = _input_gain(s, n * PROCESS_EFFICIENCY * scale, n * PROCESS_EFFICIENCY * scale,
+                        n * scale)
     where = {
         "generator": "Replace the generator with a keras.utils.PyDataset whose __getitem__ "
                      "builds one batch",
@@ -106,7 +115,7 @@ def _parallel_map_remedy(s: Situation) -> list[Suggestion]:
     n = _cores(s)
     if n < 2:
         return []
-    g = _input_gain(s, n, False)
+    g = _input_gain(s, n, n, n)
     return [Suggestion(
         "Parallelise the tf.data map",
         f"ds.map(fn, num_parallel_calls=tf.data.AUTOTUNE): {cfg.sequential_maps} map(s) now "

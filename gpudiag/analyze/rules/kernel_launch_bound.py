@@ -18,7 +18,7 @@ SCOPE = "rank"
 
 def detect(ev: RankEvidence) -> Finding | None:
     tl, b = ev.timeline, ev.breakdown
-    if b is None or not b.steps_analyzed or b.shares["other"] < T.LAUNCH_IDLE_SHARE:
+    if b is None or not b.steps_analyzed or ev.shares["other"] < T.LAUNCH_IDLE_SHARE:
         return None
     durations = [iv.ends - iv.starts for (d, k), iv in tl.activity.items()
                  if k is Kind.COMPUTE and not d.upper().startswith("CPU")]
@@ -27,7 +27,7 @@ def detect(ev: RankEvidence) -> Finding | None:
     median = float(np.median(np.concatenate(durations)))
     if median >= T.LAUNCH_MEDIAN_KERNEL_US:
         return None
-    idle = b.shares["other"]
+    idle = ev.shares["other"]
     kernels = sum(tl.kernel_counts.values()) / max(1, len(tl.devices)) / max(1, len(tl.steps))
     return Finding(
         id=ID, severity="high" if idle >= 0.3 else "moderate",
