@@ -24,6 +24,7 @@ import queue
 import sys
 import threading
 import time
+import types
 import weakref
 from typing import Any
 
@@ -474,7 +475,7 @@ class DiagnoseCallback(keras.callbacks.Callback):
     def _start_watchdog(self) -> None:
         """Notices when ``fit`` is left by an exception or Ctrl-C (Keras then skips
         on_train_end) and stops everything, so no thread outlives the run."""
-        frame = sys._getframe()
+        frame: types.FrameType | None = sys._getframe()
         while frame is not None and frame.f_code.co_name != "fit":
             frame = frame.f_back
         self._fit_frame = frame
