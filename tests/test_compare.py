@@ -127,3 +127,12 @@ def test_cli_no_steps_with_regression_gate_is_bad_input(tmp_path):
     assert r.returncode == 2, (r.stdout, r.stderr)
     assert "no training steps" in r.stderr and str(empty) in r.stderr
     assert run_cli(str(empty), W4).returncode == 0  # without the gate it is only reported
+
+
+def test_multi_worker_run_compared_with_itself():
+    pytest.importorskip("xprof")
+    xplane = str(SAMPLES / "tf_gpu_multi_worker.xplane.pb")  # two workers in one profile
+    d = diagnose(load_file(xplane))
+    assert len(d.ranks) == 2
+    c = compare(d, diagnose(load_file(xplane)))
+    assert c.step_time_ratio == 1.0 and not c.appeared and not c.gone

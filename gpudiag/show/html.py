@@ -17,7 +17,7 @@ from typing import Any
 from gpudiag import __version__
 from gpudiag.analyze.breakdown import CATEGORIES
 from gpudiag.analyze.diagnosis import Diagnosis, Finding
-from gpudiag.show.units import gain_text
+from gpudiag.show.units import KEY_UNITS, UNIT_SUFFIXES, gain_text
 
 COLOURS = {
     "input": "#d62728",
@@ -40,15 +40,6 @@ VERDICT_COLOURS = {
     "inconclusive": "#777777",
 }
 SEVERITY_COLOURS = {"high": "#d62728", "moderate": "#c89200", "info": "#1f77b4"}
-UNITS = (
-    ("_pct", "%"),
-    ("_ms", "ms"),
-    ("_us", "µs"),
-    ("_s", "s"),
-    ("_mib", "MiB"),
-    ("_mb", "MB"),
-    ("_mbps", "MB/s"),
-)
 MAX_RANK_ROWS = 1024  # the per-rank table shows every rank of any realistic run
 
 CSS = """
@@ -363,15 +354,28 @@ def _devices_section(d: Diagnosis) -> str:
     )
 
 
+def _unit(key: str) -> str:
+    """The unit an evidence key carries (the same table as the terminal report)."""
+    return next(
+        (u for suffix, u in UNIT_SUFFIXES if key.endswith(suffix)), KEY_UNITS.get(key, "")
+    ).strip()
+
+
 def _value(key: str, v: Any) -> str:
+    unit = _unit(key)
     if isinstance(v, dict):
         items = list(v.items())[:8]
-        inner = "".join(f"<li><code>{e(k)}</code>: {e(_num(x))}</li>" for k, x in items)
+        inner = "".join(
+            f"<li><code>{e(k)}</code>: {e(f'{_num(x)} {unit}'.strip())}</li>" for k, x in items
+        )
         more = f"<li>… {len(v) - 8} more</li>" if len(v) > 8 else ""
         return f"<ul>{inner}{more}</ul>"
     if isinstance(v, list):
         return e(", ".join(_num(x) for x in v[:12]) + (" …" if len(v) > 12 else ""))
-    unit = next((u for suffix, u in UNITS if key.endswith(suffix)), "")
+    if v is None:
+        return "not measured"
+    if isinstance(v, bool):
+        return "yes" if v else "no"
     return e(f"{_num(v)} {unit}".strip())
 
 
@@ -382,7 +386,7 @@ def _num(v: Any) -> str:
 
 
 def _key(key: str) -> str:
-    for suffix, _ in UNITS:
+    for suffix, _ in UNIT_SUFFIXES:
         if key.endswith(suffix):
             key = key[: -len(suffix)]
             break
