@@ -38,3 +38,13 @@ def test_compare_and_html_do_not_import_tensorflow(tmp_path):
     )
     assert "IMPORTED []" in r.stdout, r.stderr[-2000:]
     assert out.stat().st_size > 10_000
+
+
+def test_xprof_with_a_missing_dependency_names_it():
+    r = _run(
+        "import sys; sys.modules['six'] = None; from gpudiag.cli import main; "
+        f"raise SystemExit(main(['analyze', {XPLANE!r}]))"
+    )
+    assert r.returncode == 2
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and "xprof cannot load (no module 'six')" in lines[0], r.stderr
