@@ -366,7 +366,7 @@ def _split_by_device(
         tl.input_wait = Intervals(clipped.starts, clipped.ends)
         tl.input_wait_names = dict(base.input_wait_names)
         tl.pipeline = dict(base.pipeline)
-        out.append(tl.freeze())
+        out.append(ensure_steps(tl.freeze()))  # records that steps came from markers
     return out
 
 
