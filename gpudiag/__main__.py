@@ -1,4 +1,6 @@
 """Allow ``python -m gpudiag``."""
+
 from gpudiag.cli import main
 
-raise SystemExit(main())
+if __name__ == "__main__":  # the rank-reading process pool imports this module again
+    raise SystemExit(main())

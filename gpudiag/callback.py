@@ -264,8 +264,9 @@ class DiagnoseCallback(keras.callbacks.Callback):
         self.trace_path = self._claim_trace_path(info)
         extra: dict[str, Any] = {"cpu_count": self.config.cores, "params": params,
                                  "keras": keras.__version__, "input": facts.kind}
-        if info.multi_worker:
-            extra.update(cluster=info.cluster, rank_source=info.source)
+        if info.multi_worker:  # started_us tells apart two runs on one cluster
+            extra.update(cluster=info.cluster, rank_source=info.source,
+                         started_us=round(_now_us()))
         meta = Metadata(
             producer="gpudiag", framework=backend, replicas=replicas, devices=list(devices),
             batch_size=facts.batch_size, device_type="", hostname=info.host,

@@ -47,6 +47,16 @@ def _percent(text: str) -> float:
     return value
 
 
+def _positive_int(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
+    return n
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="gpudiag",
@@ -58,9 +68,17 @@ def _parser() -> argparse.ArgumentParser:
     a = sub.add_parser(
         "analyze",
         help="diagnose trace files (gpudiag, TensorFlow .xplane.pb / trace.json.gz, PyTorch)",
-        description="Diagnose one run. Several files are several ranks/workers of one run.",
+        description="Diagnose one run. Several files (or a directory) are the ranks/workers "
+        "of one run, grouped by the run id in their headers (docs/multi-worker.md).",
     )
-    a.add_argument("paths", nargs="+", metavar="PATH", help="trace file(s), .gz or not")
+    a.add_argument("paths", nargs="+", metavar="PATH",
+                   help="trace file(s), .gz or not, or a directory of a run's rank files")
+    a.add_argument("--jobs", type=_positive_int, default=None, metavar="N",
+                   help="rank files read in parallel (default: one per core; 1 = serial)")
+    a.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                   help="read rank files on a Dask distributed cluster (needs gpudiag[dask])")
+    a.add_argument("--ranks", action="store_true",
+                   help="treat every file as a rank of one run even if their run ids differ")
     a.add_argument("--json", action="store_true", help="print Diagnosis.to_dict() as JSON")
     a.add_argument("--fail-on", type=_verdict_list, default=[], action="extend",
                    metavar="VERDICT[,VERDICT]",
@@ -101,26 +119,55 @@ class BadInput(Exception):
     """One line for stderr naming the file and the problem; exit 2."""
 
 
-def _diagnose_paths(paths: Sequence[str], err: Any, what: str = "") -> Any:
-    """Read the trace files of one run and diagnose them, with progress on stderr (a spinner
-    naming the file, its number and the seconds spent; nothing when stderr is not a terminal)."""
+def _expand(paths: Sequence[str]) -> list[str]:
+    """Directories become the trace files under them."""
+    from gpudiag.trace.runs import trace_files
+
+    files: list[str] = []
+    for p in paths:
+        if os.path.isdir(p):
+            found = trace_files(p)
+            if not found:
+                raise BadInput(f"{p}: directory holds no trace files")
+            files += found
+        else:
+            files.append(p)
+    return files
+
+
+def _diagnose_paths(paths: Sequence[str], err: Any, what: str = "", jobs: int | None = None,
+                    scheduler: str | None = None, as_ranks: bool = False) -> Any:
+    """Read the trace files of one run (in a process pool, or on Dask with ``scheduler``) and
+    diagnose them, with progress on stderr (a spinner naming the file, its number and the
+    seconds spent; nothing when stderr is not a terminal). Files of several runs are refused
+    unless ``as_ranks``."""
     from rich.markup import escape
 
     from gpudiag.analyze import diagnose
     from gpudiag.trace.errors import TraceError
-    from gpudiag.trace.load import load_file
+    from gpudiag.trace.runs import RankReader, describe_runs, group_runs
 
-    timelines = []
     current = "?"
     t0 = time.monotonic()
     try:
+        files = _expand(paths)
+        current = files[0] if len(files) == 1 else (paths[0] if paths else "?")
+        if len(files) > 1 and not as_ranks:
+            runs = group_runs(files)
+            if len(runs) > 1:
+                raise BadInput(
+                    f"{paths[0]}: these {len(files)} files hold {len(runs)} runs "
+                    f"({describe_runs(runs)}); analyze one run at a time, or pass --ranks to "
+                    "treat them all as ranks of one run")
+        reader = RankReader(files, jobs=jobs, scheduler=scheduler)  # before the spinner
         with err.status("reading traces…", spinner="dots") as status:
-            for i, path in enumerate(paths, 1):
-                current = path
-                count = f" {i}/{len(paths)}" if len(paths) > 1 else ""
-                status.update(f"{what}reading{count} {escape(os.path.basename(path))}… "
+
+            def progress(path: str, done: int) -> None:
+                count = f" {done}/{len(files)}" if len(files) > 1 else ""
+                status.update(f"{what}read{count} {escape(os.path.basename(path))}… "
                               f"({time.monotonic() - t0:.0f} s)")
-                timelines.extend(load_file(path))
+
+            timelines = reader.collect(progress)
             status.update(f"{what}analyzing {len(timelines)} timeline(s)… "
                           f"({time.monotonic() - t0:.0f} s)")
             return diagnose(timelines)
@@ -128,6 +175,8 @@ def _diagnose_paths(paths: Sequence[str], err: Any, what: str = "") -> Any:
         raise BadInput(f"{e.path}: {e.problem}") from None
     except MemoryError:
         raise BadInput(f"{current}: not enough memory to read this trace") from None
+    except BadInput:
+        raise
     except Exception as e:  # an input we did not foresee must still not show a traceback
         if os.environ.get("GPUDIAG_DEBUG"):
             raise
@@ -143,7 +192,8 @@ def cmd_analyze(args: argparse.Namespace) -> int:
 
     try:
         paths = [f for arg in args.paths for f in expand_pattern(arg)]
-        diagnosis = _diagnose_paths(paths, Console(stderr=True))
+        diagnosis = _diagnose_paths(paths, Console(stderr=True), jobs=args.jobs,
+                                    scheduler=args.scheduler, as_ranks=args.ranks)
     except BadInput as e:
         return _fail(str(e))
     if args.html:

@@ -139,7 +139,10 @@ def diagnose(timelines: list[Timeline], cpu_count: int | None = None) -> Diagnos
         for tl, b, g, cfg, host in zip(timelines, parts, gaps, configs, hosts, strict=True)
     ]
     findings = _merge_findings(groups, labels)
+    waited_for = _rank_waits(timelines, labels, ranks)
     if reason is not None:
+        # who the ranks wait for shows in the callback's step timing even without a profile
+        findings += [waited_for] if waited_for else []
         shares = merge_breakdowns([])
         situation = Situation(shares, "inconclusive", configs[0], hosts[0],
                               {f.id: f for f in findings})
@@ -147,8 +150,7 @@ def diagnose(timelines: list[Timeline], cpu_count: int | None = None) -> Diagnos
                          rules.advise(findings, situation),
                          ranks, devices, steps, [], limitations, sources, producer,
                          run=runs[0].to_dict())
-    findings += rules.detect_run(
-        RunEvidence(labels, parts, _rank_waits(timelines, labels, ranks)))
+    findings += rules.detect_run(RunEvidence(labels, parts, waited_for))
     shares = merge_breakdowns(parts)
     judged = as_judged(shares, configs[0])
     verdict, confidence, why = decide(judged)
@@ -190,6 +192,8 @@ def _rank_waits(timelines: list[Timeline], labels: list[str], ranks: list[RankSu
     for row, summary in zip(table, ranks, strict=False):
         summary.work_ms, summary.wait_ms = row.work_ms, row.wait_ms
         summary.clock_offset_ms = row.clock_offset_ms
+        if not summary.steps:  # no profiled step: the median step from the callback's timing
+            summary.step_ms = row.step_ms
     return finding
 
 

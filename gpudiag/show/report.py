@@ -155,11 +155,14 @@ def render_report(d: Diagnosis, width: int = 100) -> RenderableType:
     if len(d.ranks) > 1:
         t = Table(title="Ranks", title_justify="left", title_style="bold", show_edge=False,
                   pad_edge=False)
-        for col in ("rank", "verdict", "steps", "step", "input", "compute", "sync", "other"):
+        waits = any(r.wait_ms is not None for r in d.ranks)  # analyze/arrival.py
+        cols = ["rank", "verdict", "steps", "step"] + (["work", "waits"] if waits else [])
+        for col in [*cols, "input", "compute", "sync", "other"]:
             t.add_column(col, justify="left" if col in ("rank", "verdict") else "right")
-        for rank in d.ranks[:64]:
-            b = rank.breakdown
-            t.add_row(rank.label, rank.verdict, str(rank.steps), f"{rank.step_ms:.1f} ms",
+        for r in d.ranks[:64]:
+            b = r.breakdown
+            timing = [f"{r.work_ms or 0:.1f} ms", f"{r.wait_ms or 0:.1f} ms"] if waits else []
+            t.add_row(r.label, r.verdict, str(r.steps), f"{r.step_ms:.1f} ms", *timing,
                       f"{100 * b['input']:.0f}%", f"{100 * b['compute']:.0f}%",
                       f"{100 * b['sync']:.0f}%", f"{100 * b['other']:.0f}%")
         parts += [Text(""), t]

@@ -1,0 +1,274 @@
+"""Many rank files: which run each belongs to, and reading them in parallel.
+
+    runs = group_runs(files)                  # [[rank files of run A], [run B], ...]
+    timelines = load_ranks(runs[0], jobs=2)   # a process pool; scheduler="tcp://..." for Dask
+
+Grouping reads only each file's head: gpudiag traces carry ``run_id`` and ``rank`` in their
+header (gpudiag/record/ranks.py), Kineto traces a ``distributedInfo`` rank. Files with the same
+run id are one run; the same rank twice under one id (a cluster reused for a second run) splits
+the group by start time. Files without a run id form one group, as before.
+
+Each rank is read where it is parsed (a pool worker, a Dask worker) and only its *summary*
+comes back: steps, the profiled window's device activity (merged per device and kind),
+input waits there and counters thinned to ``COUNTER_POINTS``; never the whole trace. Memory
+in the parent grows with ranks x profiled window, not with trace size.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor, as_completed
+from dataclasses import dataclass
+from multiprocessing import get_all_start_methods, get_context
+from typing import Any
+
+import numpy as np
+
+from gpudiag.trace.errors import TraceError
+from gpudiag.trace.timeline import Intervals, Timeline
+
+COUNTER_POINTS = 2000  # per counter: a sampled run of hours at 0.5 s keeps its shape
+TRACE_SUFFIXES = (".json", ".json.gz", ".gz", ".pb")
+
+
+@dataclass
+class RankFile:
+    path: str
+    run_id: str | None
+    rank: int | None
+    started_us: float | None
+
+
+def trace_files(folder: str) -> list[str]:
+    """Trace files under a directory (xprof writes ``plugins/profile/<run>/*.xplane.pb``)."""
+    out = []
+    for root, dirs, names in os.walk(folder):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        out += [
+            os.path.join(root, n)
+            for n in sorted(names)
+            if not n.startswith(".") and n.endswith(TRACE_SUFFIXES)
+        ]
+    return out
+
+
+def identify(path: str) -> RankFile:
+    """Run id, rank and start of a file from its head (no full read). TraceError for a file
+    that cannot be read at all."""
+    from gpudiag.trace.chrome import loads
+    from gpudiag.trace.kineto import kineto_head
+    from gpudiag.trace.source import peek_source
+
+    head = peek_source(path, 1 << 16)  # TraceError for missing, empty, unreadable files
+    text = head.lstrip()
+    if text.startswith(b"["):
+        line = text[1:].lstrip().split(b"\n", 1)[0].rstrip().rstrip(b",")
+        try:
+            ev = loads(line)
+            args = ev.get("args") or {} if isinstance(ev, dict) else {}
+        except ValueError:
+            args = {}
+        if isinstance(args, dict) and args.get("format") == "gpudiag-trace":
+            extra = args.get("extra") if isinstance(args.get("extra"), dict) else {}
+            return RankFile(
+                path,
+                _str(args.get("run_id")),
+                _int(args.get("rank")),
+                _float(extra.get("started_us")),
+            )
+    top = kineto_head(head) if text.startswith(b"{") else None
+    if top is not None and isinstance(top.get("distributedInfo"), dict):
+        return RankFile(path, None, _int(top["distributedInfo"].get("rank")), None)
+    return RankFile(path, None, None, None)
+
+
+def _str(x: Any) -> str | None:
+    return str(x)[:64] if isinstance(x, str) and x else None
+
+
+def _int(x: Any) -> int | None:
+    return int(x) if isinstance(x, int) and not isinstance(x, bool) else None
+
+
+def _float(x: Any) -> float | None:
+    return float(x) if isinstance(x, int | float) and not isinstance(x, bool) else None
+
+
+def group_runs(paths: Sequence[str]) -> list[list[RankFile]]:
+    """Files grouped into runs, in first-seen order."""
+    groups: dict[str | None, list[RankFile]] = {}
+    for p in paths:
+        f = identify(p)
+        groups.setdefault(f.run_id, []).append(f)
+    runs: list[list[RankFile]] = []
+    for run_id, files in groups.items():
+        if run_id is None:
+            runs.append(files)
+            continue
+        # one id, a rank seen twice: two runs on the same cluster; split them by start time
+        files = sorted(files, key=lambda f: (f.started_us or 0.0, f.path))
+        current: list[RankFile] = []
+        for f in files:
+            if f.rank is not None and any(g.rank == f.rank for g in current):
+                runs.append(current)
+                current = []
+            current.append(f)
+        runs.append(current)
+    return runs
+
+
+def describe_runs(runs: list[list[RankFile]]) -> str:
+    """'run mw-3f9c (2 files: run-0.json, run-1.json); run 91ab (1 file: x.json)'."""
+    parts = []
+    for files in runs:
+        names = [os.path.basename(f.path) for f in files]
+        shown = ", ".join(names[:3]) + (f", +{len(names) - 3} more" if len(names) > 3 else "")
+        rid = files[0].run_id or "without run id"
+        parts.append(f"run {rid} ({len(files)} file{'s' if len(files) > 1 else ''}: {shown})")
+    return "; ".join(parts)
+
+
+# ---- per-rank summaries ------------------------------------------------------------------
+def summarize(tl: Timeline) -> Timeline:
+    """What the analysis of a run needs from one rank: events inside its profiled window
+    (untouched, so a rank analyses the same alone or in a run), counters thinned."""
+    st = tl.steps
+    prof = st.profiled & (st.end > st.start)
+    if prof.any():
+        lo, hi = float(st.start[prof].min()), float(st.end[prof].max())
+        for key, iv in list(tl.activity.items()):
+            inside = (iv.ends > lo) & (iv.starts < hi)
+            if not inside.all():
+                tl.activity[key] = Intervals(iv.starts[inside], iv.ends[inside])
+        w = tl.input_wait
+        inside = (w.ends > lo) & (w.starts < hi)
+        if not inside.all():
+            tl.input_wait = Intervals(w.starts[inside], w.ends[inside])
+    for c in tl.counters:
+        if c.ts.size > COUNTER_POINTS:
+            keep = np.linspace(0, c.ts.size - 1, COUNTER_POINTS).astype(np.int64)
+            c.ts, c.values = c.ts[keep], c.values[keep]
+    return tl
+
+
+def read_summaries(path: str) -> tuple[list[Timeline], str | None]:
+    """Pool / Dask task: the file's rank summaries, or the reader's one-line problem (an
+    exception would not cross the process boundary intact)."""
+    from gpudiag.trace.load import load_file
+
+    try:
+        return [summarize(tl) for tl in load_file(path)], None
+    except TraceError as e:
+        return [], e.problem
+    except MemoryError:
+        return [], "not enough memory to read this trace"
+    except Exception as e:  # an input we did not foresee: one line, never a traceback
+        return [], f"could not read ({type(e).__name__}: {e})"
+
+
+def default_jobs(n_files: int) -> int:
+    return max(
+        1,
+        min(
+            n_files,
+            len(os.sched_getaffinity(0))
+            if hasattr(os, "sched_getaffinity")
+            else (os.cpu_count() or 1),
+        ),
+    )
+
+
+def _pool_context() -> Any:
+    """fork when no other thread runs (fast: nothing to import again); otherwise forkserver,
+    since forking a process with threads can deadlock the child."""
+    if threading.active_count() == 1 and "fork" in get_all_start_methods():
+        return get_context("fork")
+    return get_context("forkserver")
+
+
+Result = tuple[list[Timeline], str | None]
+
+
+class RankReader:
+    """Starts reading when created (so a pool forks before any progress thread starts);
+    ``collect()`` waits for the summaries, in the order given."""
+
+    def __init__(self, paths: Sequence[str], jobs: int | None = None,
+                 scheduler: str | None = None) -> None:
+        self.paths = list(paths)
+        self.jobs = default_jobs(len(self.paths)) if jobs is None else max(1, jobs)
+        self._pool: ProcessPoolExecutor | None = None
+        self._futures: dict[Future[Result], str] = {}
+        self._dask: Any = None
+        if scheduler:
+            self._dask = _DaskRun(self.paths, scheduler)
+        elif self.jobs > 1 and len(self.paths) > 1:
+            self._pool = ProcessPoolExecutor(max_workers=min(self.jobs, len(self.paths)),
+                                             mp_context=_pool_context())
+            self._futures = {self._pool.submit(read_summaries, p): p for p in self.paths}
+
+    def collect(self, on_file: Callable[[str, int], None] | None = None) -> list[Timeline]:
+        """Rank summaries of every file; TraceError for the first bad file in path order."""
+        results: dict[str, Result] = {}
+        try:
+            for path, result in self._results():
+                results[path] = result
+                if on_file:
+                    on_file(path, len(results))
+        finally:
+            if self._pool is not None:
+                self._pool.shutdown(cancel_futures=True)
+            if self._dask is not None:
+                self._dask.close()
+        out: list[Timeline] = []
+        for p in self.paths:
+            tls, problem = results[p]
+            if problem is not None:
+                raise TraceError(p, problem)
+            out.extend(tls)
+        return out
+
+    def _results(self) -> Iterator[tuple[str, Result]]:
+        if self._dask is not None:
+            yield from self._dask.results()
+        elif self._pool is not None:
+            for fut in as_completed(self._futures):
+                yield self._futures[fut], fut.result()
+        else:
+            for p in self.paths:
+                yield p, read_summaries(p)
+
+
+def load_ranks(paths: Sequence[str], jobs: int | None = None, scheduler: str | None = None,
+               on_file: Callable[[str, int], None] | None = None) -> list[Timeline]:
+    """Rank summaries of every file, in the order given. ``jobs=1``: in this process;
+    ``scheduler``: on a Dask distributed cluster (the ``dask`` extra)."""
+    return RankReader(paths, jobs, scheduler).collect(on_file)
+
+
+class _DaskRun:
+    """The same per-rank task on a Dask distributed cluster."""
+
+    def __init__(self, paths: list[str], scheduler: str) -> None:
+        try:
+            from distributed import Client
+        except ImportError:
+            raise TraceError(scheduler,
+                             "--scheduler needs Dask: pip install 'gpudiag[dask]'") from None
+        try:
+            self.client = Client(scheduler, timeout="10s")
+        except (OSError, TimeoutError) as e:
+            raise TraceError(scheduler, f"cannot reach the Dask scheduler ({e})") from None
+        self.futures = self.client.map(read_summaries, paths, pure=False)
+        self.where = {f.key: p for f, p in zip(self.futures, paths, strict=True)}
+
+    def results(self) -> Iterator[tuple[str, Result]]:
+        from distributed import as_completed as dask_completed
+
+        for fut in dask_completed(self.futures):
+            yield self.where[fut.key], fut.result()
+
+    def close(self) -> None:
+        self.client.close()
