@@ -67,11 +67,12 @@ def identify(path: str) -> RankFile:
         line = text[1:].lstrip().split(b"\n", 1)[0].rstrip().rstrip(b",")
         try:
             ev = loads(line)
-            args = ev.get("args") or {} if isinstance(ev, dict) else {}
+            args = (ev.get("args") or {}) if isinstance(ev, dict) else {}
         except ValueError:
             args = {}
         if isinstance(args, dict) and args.get("format") == "gpudiag-trace":
-            extra = args.get("extra") if isinstance(args.get("extra"), dict) else {}
+            extra = args.get("extra")
+            extra = extra if isinstance(extra, dict) else {}
             return RankFile(
                 path,
                 _str(args.get("run_id")),
