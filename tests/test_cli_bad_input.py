@@ -45,7 +45,8 @@ def test_missing_path(tmp_path):
 
 
 def test_directory(tmp_path):
-    assert_bad(str(tmp_path), "is a directory")
+    # a directory is a run's rank files (docs/multi-worker.md); an empty one is bad input
+    assert_bad(str(tmp_path), "directory holds no trace files")
 
 
 def test_empty_file(tmp_path):
