@@ -62,6 +62,7 @@ CSS = """
  vertical-align:-1px;border-radius:2px}
 .gpudiag-report .sev{font-weight:700;text-transform:uppercase;font-size:12px}
 .gpudiag-report .gain{font-weight:700;color:#2ca02c;font-size:16px;white-space:nowrap}
+.gpudiag-report td table td:first-child{white-space:nowrap}
 .gpudiag-report code{background:#f3f3f3;padding:0 3px;border-radius:3px}
 .gpudiag-report .readout{font:12px ui-monospace,monospace;color:#333;min-height:1.4em}
 .gpudiag-report svg text{font:11px system-ui,sans-serif;fill:#333}
@@ -428,7 +429,7 @@ def _suggestions_section(d: Diagnosis) -> str:
         )
     return (
         '<h2>Remedies</h2><p class="muted">Expected gain: the step speed-up this run\'s '
-        "measured shares allow at most.</p><table><tr><th>gain</th><th>change</th></tr>"
+        "measured shares predict, with its range.</p><table><tr><th>gain</th><th>change</th></tr>"
         f"{''.join(rows)}</table>"
     )
 
