@@ -199,6 +199,7 @@ class DiagnoseCallback(keras.callbacks.Callback):
             if w.problem:  # could not start (a profiler of the user's own is running, ...)
                 self._window = None
                 if self._writer is not None:
+                    self._writer.detail(False)
                     self._writer.update_meta(limitations=[w.problem])
 
     def _open_window(self) -> None:
@@ -206,6 +207,8 @@ class DiagnoseCallback(keras.callbacks.Callback):
         self._schedule.open(self._step, self._epoch, time.monotonic())
         w = ProfilerWindow(self._backend, first_step=self._step, steps=self.profile_steps,
                            keep_dir=self.profile_dir)
+        if self._writer is not None:
+            self._writer.detail(True)  # full resolution while the window is open
         self._window = w
         self._windows.append(w)
         self.windows_taken.append(self._step)
@@ -232,6 +235,7 @@ class DiagnoseCallback(keras.callbacks.Callback):
             w.on_step_end(step, self._begin_us, end)
             if w.done:
                 self._window = None
+                self._writer.detail(False)
                 self._collect_in_background(w)
 
     def on_epoch_begin(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
@@ -576,18 +580,17 @@ class DiagnoseCallback(keras.callbacks.Callback):
                 self._writer.release()
 
     def _diagnose(self) -> Any:
+        """From the writer's running summary: the same as ``gpudiag analyze`` of the file,
+        at a cost that does not grow with the run's length."""
         from gpudiag.analyze import diagnose
-        from gpudiag.trace.gpudiag_format import read_gpudiag
-        from gpudiag.trace.load import load_file
 
         path = str(self.trace_path)
         writer = self._writer
-        if writer is not None and (writer.failed or not os.path.exists(path)):
-            if not writer.failed:
-                self._say(f"gpudiag: {path} vanished during the run; the report below is "
-                          "from the trace kept open in memory")
-            return diagnose(read_gpudiag(writer.contents(), path))
-        return diagnose(load_file(path))
+        assert writer is not None
+        if not writer.failed and not os.path.exists(path):
+            self._say(f"gpudiag: {path} vanished during the run; the report below is "
+                      "from what was recorded in memory")
+        return diagnose([writer.summary(path)])
 
     def _share(self) -> None:
         """The HTML page and the TensorBoard scalars, each failing on its own."""

@@ -152,6 +152,7 @@ def _windows(tl: Timeline) -> list[tuple[int, int]]:
     """Runs of consecutive profiled steps (in time order) as [i, j) into sorted steps."""
     order = np.argsort(tl.steps.start, kind="stable")
     prof = tl.steps.profiled[order]
+    index = tl.steps.index[order]
     out = []
     i = 0
     n = prof.size
@@ -159,8 +160,8 @@ def _windows(tl: Timeline) -> list[tuple[int, int]]:
         if not prof[i]:
             i += 1
             continue
-        j = i
-        while j < n and prof[j]:
+        j = i + 1
+        while j < n and prof[j] and index[j] == index[j - 1] + 1:
             j += 1
         out.append((i, j))
         i = j
@@ -207,13 +208,9 @@ def whole_run(tl: Timeline) -> RunView:
             view.windows[0].weight = 1.0
         return view
     steady = [w for w, _ in views if w.phase in ("steady", "slowdown")] or [w for w, _ in views]
-    mid = np.array([(w.start_us + w.end_us) / 2 for w in steady])
     keep = np.isin(phase, ["steady", "slowdown"]) if any(
         w.phase in ("steady", "slowdown") for w, _ in views) else np.ones(len(r), dtype=bool)
-    centres = (r.start[keep] + r.end[keep]) / 2
-    nearest = np.argmin(np.abs(centres[:, None] - mid[None, :]), axis=1) if centres.size else []
-    weights = np.bincount(np.asarray(nearest, dtype=np.int64), weights=r.busy[keep],
-                          minlength=len(steady)) if centres.size else np.ones(len(steady))
+    weights = _stand_for(steady, (r.start[keep] + r.end[keep]) / 2, epochs[keep], r.busy[keep])
     total = float(weights.sum()) or 1.0
     for w, wt in zip(steady, weights.tolist(), strict=True):
         w.weight = wt / total
@@ -236,6 +233,23 @@ def whole_run(tl: Timeline) -> RunView:
     return view
 
 
+def _stand_for(windows: list[WindowView], centres: np.ndarray, epochs: np.ndarray,
+               busy: np.ndarray) -> np.ndarray:
+    """Run time each window stands for: every step goes to the nearest window of its own
+    epoch, or, in an epoch without one, to the nearest window overall."""
+    mid = np.array([(w.start_us + w.end_us) / 2 for w in windows])
+    w_epoch = np.array([-1 if w.epoch is None else w.epoch for w in windows])
+    out = np.zeros(len(windows))
+    if not centres.size:
+        return np.ones(len(windows))
+    dist = np.abs(centres[:, None] - mid[None, :])
+    same = epochs[:, None] == w_epoch[None, :]
+    has_own = same.any(axis=1)
+    dist = np.where(same | ~has_own[:, None], dist, np.inf)
+    np.add.at(out, np.argmin(dist, axis=1), busy)
+    return out
+
+
 def _phases(tl: Timeline, r: _Records, epochs: np.ndarray, per: np.ndarray,
             phase: np.ndarray) -> list[Phase]:
     """Mark ``phase`` per record and return the phases found."""
@@ -251,10 +265,12 @@ def _phases(tl: Timeline, r: _Records, epochs: np.ndarray, per: np.ndarray,
                          {"seconds": round(total / 1e6, 3), "runs": len(evals)}))
     if int(r.batches.sum()) < MIN_STEPS_FOR_PHASES:
         return out
-    rest = per[n // 10:] if n >= 10 else per
-    steady_median = float(np.median(rest))
+    # warm-up: leading steps far slower than the first epoch's own typical step (a slow
+    # first epoch as a whole is a cache fill, judged below), at most half of that epoch
+    first = np.nonzero(epochs == epochs[0])[0]
+    steady_median = float(np.median(per[first]))
     k = 0
-    while k < n - 1 and per[k] >= WARMUP_FACTOR * steady_median:
+    while k < first.size // 2 and per[k] >= WARMUP_FACTOR * steady_median:
         k += 1
     if k:
         phase[:k] = "warm-up"

@@ -21,7 +21,10 @@ from gpudiag.trace.gpudiag_format import (
     CAT_FINDING,
     CAT_INPUT,
     CAT_PIPELINE,
+    CAT_SPAN,
     CAT_STEP,
+    CAT_STEP_GROUP,
+    CAT_WINDOW,
     META_EVENT,
     META_UPDATE,
     fill_timeline,
@@ -31,6 +34,7 @@ from gpudiag.trace.gpudiag_format import (
 from gpudiag.trace.timeline import Timeline
 
 MAX_PROFILE_EVENTS = 500_000
+KEEP_WINDOWS = 3
 
 
 class NotGpudiagTrace(ValueError):
@@ -47,7 +51,9 @@ class TraceTail:
         self.header: dict[str, Any] | None = None
         self.meta_events: list[dict[str, Any]] = []
         self.rolling: deque[dict[str, Any]] = deque()  # steps and counters, time-bounded
-        self.profile: list[dict[str, Any]] = []  # latest window: device, input, its steps
+        self.profile: list[dict[str, Any]] = []  # window being written: device, input, steps
+        # the last few complete profiler windows: the live verdict follows the run
+        self.windows: deque[list[dict[str, Any]]] = deque(maxlen=KEEP_WINDOWS)
         self.latest_us = 0.0
         self.closed = False  # the closing bracket was seen: the run ended
         self.bad_lines = 0
@@ -108,14 +114,18 @@ class TraceTail:
         ts = ev.get("ts")
         if isinstance(ts, int | float):
             self.latest_us = max(self.latest_us, float(ts) + float(ev.get("dur", 0) or 0))
-        if name == META_UPDATE or cat in (CAT_FINDING, CAT_PIPELINE):
+        if name == META_UPDATE or cat in (CAT_FINDING, CAT_PIPELINE, CAT_SPAN):
             self.meta_events.append(ev)
+        elif cat == CAT_WINDOW:  # a window's events are complete: keep the last few windows
+            self.profile.append(ev)
+            self.windows.append(self.profile)
+            self.profile = []
         elif cat.startswith(CAT_DEVICE) or cat == CAT_INPUT:
             if len(self.profile) < MAX_PROFILE_EVENTS:
                 self.profile.append(ev)
         elif cat == CAT_STEP and (ev.get("args") or {}).get("profiled"):
             self.profile.append(ev)
-        elif cat == CAT_STEP or ev.get("ph") == "C":
+        elif cat in (CAT_STEP, CAT_STEP_GROUP) or ev.get("ph") == "C":
             self.rolling.append(ev)
 
     def _prune(self) -> None:
@@ -128,13 +138,24 @@ class TraceTail:
         if self.header is None:
             return None
         tl = Timeline(meta=metadata_from(self.header, self.path))
-        fill_timeline(tl, [*self.meta_events, *self.profile, *self.rolling])
+        done = [ev for w in self.windows for ev in w]
+        fill_timeline(tl, [*self.meta_events, *done, *self.profile, *self.rolling])
         return tl.freeze()
 
     def recent_steps(self, seconds: float = 10.0) -> list[tuple[float, float]]:
         """(start, end) µs of steps that ended in the last ``seconds``."""
         horizon = self.latest_us - seconds * 1e6
-        out = [(float(ev["ts"]), float(ev["ts"]) + float(ev.get("dur", 0)))
-               for ev in [*self.rolling, *self.profile]
-               if ev.get("cat") == CAT_STEP and float(ev["ts"]) >= horizon]
+        out = []
+        for ev in [*self.rolling, *(e for w in self.windows for e in w), *self.profile]:
+            cat = ev.get("cat")
+            ts, dur = float(ev["ts"]), float(ev.get("dur", 0))
+            if ts < horizon:
+                continue
+            if cat == CAT_STEP:
+                out.append((ts, ts + dur))
+            elif cat == CAT_STEP_GROUP:  # aggregated steps: n steps of the group's median
+                args = ev.get("args") or {}
+                n = max(1, int(args.get("steps", 1)))
+                p50 = float(args.get("p50", dur / n))
+                out += [(ts + k * dur / n, ts + k * dur / n + p50) for k in range(n)]
         return sorted(out)

@@ -11,6 +11,7 @@ to its last complete line.
 from __future__ import annotations
 
 import json
+from array import array
 from typing import Any
 
 import numpy as np
@@ -137,20 +138,50 @@ def _update_meta(meta: Metadata, args: dict[str, Any]) -> None:
 
 def fill_timeline(tl: Timeline, events: list[dict[str, Any]]) -> None:
     """Add gpudiag events (everything after the header) to ``tl``."""
-    step_idx: list[int] = []
-    step_s: list[float] = []
-    step_e: list[float] = []
-    step_p: list[bool] = []
-    step_c: list[tuple[float, float] | None] = []
-    step_b: list[int] = []
-    groups: list[list[float]] = []
-    dev: dict[tuple[str, Kind], tuple[list[float], list[float]]] = {}
-    in_s: list[float] = []
-    in_e: list[float] = []
-    in_n: list[str] = []
-    counters: dict[tuple[str, str], tuple[list[float], list[float]]] = {}
-    kernels: dict[str, int] = {}
+    b = TimelineBuilder()
     for ev in events:
+        b.add(ev)
+    b.into(tl)
+
+
+class TimelineBuilder:
+    """Gathers gpudiag events one at a time into what a Timeline is made of.
+
+    The one place events become Timeline data: ``gpudiag analyze`` feeds it the events of a
+    file; TraceWriter feeds it every event it writes, as it writes it, so the report at the
+    end of a run costs the same whatever the run's length (it never reads the trace back)
+    and is the same as ``gpudiag analyze`` of the file.
+    """
+
+    def __init__(self) -> None:
+        self.step_idx: list[int] = []
+        self.step_s: list[float] = []
+        self.step_e: list[float] = []
+        self.step_p: list[bool] = []
+        self.step_c: list[tuple[float, float] | None] = []
+        self.step_b: list[int] = []
+        self.groups: list[tuple[float, ...]] = []
+        self.dev: dict[tuple[str, Kind], tuple[array[float], array[float]]] = {}
+        self.in_s: list[float] = []
+        self.in_e: list[float] = []
+        self.in_n: list[str] = []
+        self.counters: dict[tuple[str, str], tuple[array[float], array[float]]] = {}
+        self.kernels: dict[str, int] = {}
+        self.spans: dict[str, list[tuple[float, float]]] = {}
+        self.findings: list[RecordedFinding] = []
+        self.pipeline: dict[str, Any] = {}
+        self.meta_updates: list[dict[str, Any]] = []
+
+    def add_step(self, index: int, ts: float, end: float, profiled: bool,
+                 call: tuple[float, float] | None, batches: int) -> None:
+        self.step_idx.append(index)
+        self.step_s.append(ts)
+        self.step_e.append(end)
+        self.step_p.append(profiled)
+        self.step_c.append(call)
+        self.step_b.append(batches)
+
+    def add(self, ev: dict[str, Any]) -> None:
         ph = ev.get("ph")
         cat = ev.get("cat", "")
         if ph == "X":
@@ -158,45 +189,44 @@ def fill_timeline(tl: Timeline, events: list[dict[str, Any]]) -> None:
             end = ts + float(ev.get("dur", 0.0))
             args = ev.get("args") or {}
             if cat == CAT_STEP:
-                step_idx.append(int(args.get("step", len(step_idx))))
-                step_s.append(ts)
-                step_e.append(end)
-                step_p.append(bool(args.get("profiled", False)))
                 call = args.get("call")  # [start, duration] of the train-function call
-                step_c.append((float(call[0]), float(call[0]) + float(call[1]))
-                              if isinstance(call, list) and len(call) == 2 else None)
-                step_b.append(max(1, int(args.get("batches", 1))))
+                self.add_step(int(args.get("step", len(self.step_idx))), ts, end,
+                              bool(args.get("profiled", False)),
+                              (float(call[0]), float(call[0]) + float(call[1]))
+                              if isinstance(call, list) and len(call) == 2 else None,
+                              max(1, int(args.get("batches", 1))))
             elif cat == CAT_STEP_GROUP:
-                groups.append([ts, end, int(args["batches"]), float(args["busy"]),
-                               float(args["p50"]), float(args["p90"]), float(args["max"])])
+                self.groups.append((ts, end, int(args["batches"]), float(args["busy"]),
+                                    float(args["p50"]), float(args["p90"]), float(args["max"])))
             elif cat == CAT_SPAN:
-                tl.spans.setdefault(str(ev.get("name")), []).append((ts, end))
+                self.spans.setdefault(str(ev.get("name")), []).append((ts, end))
             elif cat == CAT_WINDOW:
-                tl.spans.setdefault("profile window", []).append((ts, end))
+                self.spans.setdefault("profile window", []).append((ts, end))
             elif cat.startswith(CAT_DEVICE):
                 kind = Kind(cat[len(CAT_DEVICE):])
                 device = str(args["device"])
-                lists = dev.setdefault((device, kind), ([], []))
+                lists = self.dev.setdefault((device, kind), (array("d"), array("d")))
                 lists[0].append(ts)
                 lists[1].append(end)
                 if kind is Kind.COMPUTE:
-                    kernels[device] = kernels.get(device, 0) + int(args.get("n", 1))
+                    self.kernels[device] = self.kernels.get(device, 0) + int(args.get("n", 1))
             elif cat == CAT_INPUT:
-                in_s.append(ts)
-                in_e.append(end)
-                in_n.append(str(ev.get("name", "input")))
+                self.in_s.append(ts)
+                self.in_e.append(end)
+                self.in_n.append(str(ev.get("name", "input")))
         elif ph == "C":
             ts = float(ev["ts"])
             for source, value in (ev.get("args") or {}).items():
                 if value is None:
                     continue
-                lists = counters.setdefault((str(ev["name"]), str(source)), ([], []))
-                lists[0].append(ts)
-                lists[1].append(float(value))
+                series = self.counters.setdefault((str(ev["name"]), str(source)),
+                                                  (array("d"), array("d")))
+                series[0].append(ts)
+                series[1].append(float(value))
         elif ph in ("i", "I", "M"):
             args = ev.get("args") or {}
             if cat == CAT_FINDING:
-                tl.findings.append(
+                self.findings.append(
                     RecordedFinding(
                         id=str(ev["name"]),
                         severity=str(args.get("severity", "moderate")),
@@ -206,19 +236,31 @@ def fill_timeline(tl: Timeline, events: list[dict[str, Any]]) -> None:
                     )
                 )
             elif cat == CAT_PIPELINE:
-                tl.pipeline.update(args)
+                self.pipeline.update(args)
             elif ev.get("name") == META_UPDATE:
-                _update_meta(tl.meta, args)
-    if step_idx:
-        tl.add_steps(step_idx, step_s, step_e, step_p, step_c, batches=step_b)
-    if groups:
-        a = np.array(groups, dtype=np.float64)
-        tl.step_buckets = StepBuckets(a[:, 0], a[:, 1], a[:, 2].astype(np.int64), a[:, 3],
-                                      a[:, 4], a[:, 5], a[:, 6])
-    for (device, kind), (s, e) in dev.items():
-        tl.add_activity(device, kind, s, e)
-    tl.kernel_counts.update(kernels)
-    if in_s:
-        tl.add_input_wait(in_s, in_e, in_n)
-    for (name, source), (ts_list, values) in counters.items():
-        tl.add_counter(name, source, ts_list, values)
+                self.meta_updates.append(args)
+
+    def into(self, tl: Timeline) -> Timeline:
+        """Add everything gathered to ``tl`` (not frozen); returns it."""
+        tl.findings.extend(self.findings)
+        tl.pipeline.update(self.pipeline)
+        for args in self.meta_updates:
+            _update_meta(tl.meta, args)
+        for name, spans in self.spans.items():
+            tl.spans.setdefault(name, []).extend(spans)
+        if self.step_idx:
+            tl.add_steps(self.step_idx, self.step_s, self.step_e, self.step_p, self.step_c,
+                         batches=self.step_b)
+        if self.groups:
+            a = np.array(self.groups, dtype=np.float64)
+            tl.step_buckets = StepBuckets(a[:, 0], a[:, 1], a[:, 2].astype(np.int64),
+                                          a[:, 3], a[:, 4], a[:, 5], a[:, 6])
+        for (device, kind), (s, e) in self.dev.items():
+            tl.add_activity(device, kind, np.frombuffer(s).copy(), np.frombuffer(e).copy())
+        tl.kernel_counts.update(self.kernels)
+        if self.in_s:
+            tl.add_input_wait(self.in_s, self.in_e, self.in_n)
+        for (name, source), (ts_list, values) in self.counters.items():
+            tl.add_counter(name, source, np.frombuffer(ts_list).copy(),
+                           np.frombuffer(values).copy())
+        return tl
