@@ -24,8 +24,9 @@ def record(path, epochs, batches=1, warmup_us=0.0, counters=False):
     t = 1_000_000.0
     step = 0
     for e, (n, step_us, input_frac, window) in enumerate(epochs):
-        one = periodic(steps=1, step_us=step_us, input_frac=input_frac,
-                       compute_frac=0.9 - input_frac)
+        one = periodic(
+            steps=1, step_us=step_us, input_frac=input_frac, compute_frac=0.9 - input_frac
+        )
         epoch_start = t
         for k in range(n):
             dur = step_us + (warmup_us if step == 0 else 0.0)
@@ -57,8 +58,10 @@ def same_as_file(w, path):
 def test_cache_fill_epoch_does_not_decide_the_verdict(tmp_path):
     # epoch 1 fills a cache: slow and input-bound; epochs 2-4 are fast and compute-bound
     p = tmp_path / "cache.json"
-    w = record(p, [(20, 30_000, 0.7, 5), (20, 7_000, 0.02, 10), (20, 7_000, 0.02, 10),
-                   (20, 7_000, 0.02, 10)])
+    w = record(
+        p,
+        [(20, 30_000, 0.7, 5), (20, 7_000, 0.02, 10), (20, 7_000, 0.02, 10), (20, 7_000, 0.02, 10)],
+    )
     d = same_as_file(w, p)
     assert d["verdict"] == "compute-bound", d["reason"]
     kinds = [ph["kind"] for ph in d["run"]["phases"]]
@@ -87,8 +90,11 @@ def test_windows_that_disagree_are_weighed_and_said(tmp_path):
 
 def test_warm_up_and_late_slowdown_are_phases(tmp_path):
     p = tmp_path / "slow.json"
-    w = record(p, [(30, 5_000, 0.05, 5), (30, 5_000, 0.05, None), (30, 9_000, 0.05, None)],
-               warmup_us=2_000_000)
+    w = record(
+        p,
+        [(30, 5_000, 0.05, 5), (30, 5_000, 0.05, None), (30, 9_000, 0.05, None)],
+        warmup_us=2_000_000,
+    )
     d = same_as_file(w, p)
     kinds = {ph["kind"]: ph for ph in d["run"]["phases"]}
     assert kinds["warm-up"]["evidence"]["steps"] == 1

@@ -50,9 +50,13 @@ class Phase:
     evidence: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self, t0: float) -> dict[str, Any]:
-        return {"kind": self.kind, "start_s": round((self.start_us - t0) / 1e6, 3),
-                "duration_s": round((self.end_us - self.start_us) / 1e6, 3),
-                "detail": self.detail, "evidence": self.evidence}
+        return {
+            "kind": self.kind,
+            "start_s": round((self.start_us - t0) / 1e6, 3),
+            "duration_s": round((self.end_us - self.start_us) / 1e6, 3),
+            "detail": self.detail,
+            "evidence": self.evidence,
+        }
 
 
 @dataclass
@@ -67,10 +71,15 @@ class WindowView:
     weight: float = 0.0  # share of the steady-state run time this window stands for
 
     def to_dict(self, t0: float) -> dict[str, Any]:
-        return {"start_s": round((self.start_us - t0) / 1e6, 3), "steps": self.steps,
-                "epoch": None if self.epoch is None else self.epoch + 1, "phase": self.phase,
-                "verdict": self.verdict, "weight": round(self.weight, 4),
-                "shares": {k: round(v, 4) for k, v in self.shares.items()}}
+        return {
+            "start_s": round((self.start_us - t0) / 1e6, 3),
+            "steps": self.steps,
+            "epoch": None if self.epoch is None else self.epoch + 1,
+            "phase": self.phase,
+            "verdict": self.verdict,
+            "weight": round(self.weight, 4),
+            "shares": {k: round(v, 4) for k, v in self.shares.items()},
+        }
 
 
 @dataclass
@@ -84,9 +93,12 @@ class RunView:
     t0: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
-        return {"windows": [w.to_dict(self.t0) for w in self.windows],
-                "phases": [p.to_dict(self.t0) for p in self.phases],
-                "epochs": self.epochs, "note": self.note}
+        return {
+            "windows": [w.to_dict(self.t0) for w in self.windows],
+            "phases": [p.to_dict(self.t0) for p in self.phases],
+            "epochs": self.epochs,
+            "note": self.note,
+        }
 
 
 @dataclass
@@ -134,8 +146,9 @@ def per_batch_times(tl: Timeline) -> np.ndarray:
     if not len(b):
         return own
     parts = [own]
-    for n, p50, p90, mx in zip(b.batches.tolist(), b.p50.tolist(), b.p90.tolist(),
-                               b.max.tolist(), strict=True):
+    for n, p50, p90, mx in zip(
+        b.batches.tolist(), b.p50.tolist(), b.p90.tolist(), b.max.tolist(), strict=True
+    ):
         top = int(n) // 10
         parts += [np.full(max(0, int(n) - top - 1), p50), np.full(top, p90), np.array([mx])]
     return np.concatenate(parts)
@@ -200,16 +213,31 @@ def whole_run(tl: Timeline) -> RunView:
         k = int(np.searchsorted(r.start, s, side="left"))
         k = min(k, len(r) - 1)
         verdict = decide(b.shares)[0]
-        views.append((WindowView(s, e, int(j - i), int(epochs[k]) if tl.spans.get(SPAN_EPOCH)
-                                 else None, str(phase[k]), b.shares, verdict), b))
+        views.append(
+            (
+                WindowView(
+                    s,
+                    e,
+                    int(j - i),
+                    int(epochs[k]) if tl.spans.get(SPAN_EPOCH) else None,
+                    str(phase[k]),
+                    b.shares,
+                    verdict,
+                ),
+                b,
+            )
+        )
     if len(views) <= 1:
         view.windows = [w for w, _ in views]
         if view.windows:
             view.windows[0].weight = 1.0
         return view
     steady = [w for w, _ in views if w.phase in ("steady", "slowdown")] or [w for w, _ in views]
-    keep = np.isin(phase, ["steady", "slowdown"]) if any(
-        w.phase in ("steady", "slowdown") for w, _ in views) else np.ones(len(r), dtype=bool)
+    keep = (
+        np.isin(phase, ["steady", "slowdown"])
+        if any(w.phase in ("steady", "slowdown") for w, _ in views)
+        else np.ones(len(r), dtype=bool)
+    )
     weights = _stand_for(steady, (r.start[keep] + r.end[keep]) / 2, epochs[keep], r.busy[keep])
     total = float(weights.sum()) or 1.0
     for w, wt in zip(steady, weights.tolist(), strict=True):
@@ -223,18 +251,30 @@ def whole_run(tl: Timeline) -> RunView:
     notes = []
     if disagreeing:
         view.disagree = True
-        notes.append("windows disagree: " + "; ".join(
-            f"{w.verdict} at {(w.start_us - t0) / 1e6:.1f} s ({100 * w.weight:.0f}% of the "
-            "steady run)" for w in steady if w.verdict != verdict))
+        notes.append(
+            "windows disagree: "
+            + "; ".join(
+                f"{w.verdict} at {(w.start_us - t0) / 1e6:.1f} s ({100 * w.weight:.0f}% of the "
+                "steady run)"
+                for w in steady
+                if w.verdict != verdict
+            )
+        )
     if others:
-        notes.append("; ".join(f"the {w.phase} window at {(w.start_us - t0) / 1e6:.1f} s was "
-                               f"{w.verdict}, not counted in the steady state" for w in others))
+        notes.append(
+            "; ".join(
+                f"the {w.phase} window at {(w.start_us - t0) / 1e6:.1f} s was "
+                f"{w.verdict}, not counted in the steady state"
+                for w in others
+            )
+        )
     view.note = "; ".join(notes)
     return view
 
 
-def _stand_for(windows: list[WindowView], centres: np.ndarray, epochs: np.ndarray,
-               busy: np.ndarray) -> np.ndarray:
+def _stand_for(
+    windows: list[WindowView], centres: np.ndarray, epochs: np.ndarray, busy: np.ndarray
+) -> np.ndarray:
     """Run time each window stands for: every step goes to the nearest window of its own
     epoch, or, in an epoch without one, to the nearest window overall."""
     mid = np.array([(w.start_us + w.end_us) / 2 for w in windows])
@@ -250,8 +290,9 @@ def _stand_for(windows: list[WindowView], centres: np.ndarray, epochs: np.ndarra
     return out
 
 
-def _phases(tl: Timeline, r: _Records, epochs: np.ndarray, per: np.ndarray,
-            phase: np.ndarray) -> list[Phase]:
+def _phases(
+    tl: Timeline, r: _Records, epochs: np.ndarray, per: np.ndarray, phase: np.ndarray
+) -> list[Phase]:
     """Mark ``phase`` per record and return the phases found."""
     out: list[Phase] = []
     n = len(r)
@@ -259,10 +300,16 @@ def _phases(tl: Timeline, r: _Records, epochs: np.ndarray, per: np.ndarray,
     if evals:
         total = sum(e - s for s, e in evals)
         wall = float(r.end.max() - r.start.min()) + total
-        out.append(Phase("evaluation", evals[0][0], evals[-1][1],
-                         f"evaluation took {total / 1e6:.1f} s ({100 * total / wall:.0f}% of the "
-                         f"fit) in {len(evals)} runs",
-                         {"seconds": round(total / 1e6, 3), "runs": len(evals)}))
+        out.append(
+            Phase(
+                "evaluation",
+                evals[0][0],
+                evals[-1][1],
+                f"evaluation took {total / 1e6:.1f} s ({100 * total / wall:.0f}% of the "
+                f"fit) in {len(evals)} runs",
+                {"seconds": round(total / 1e6, 3), "runs": len(evals)},
+            )
+        )
     if int(r.batches.sum()) < MIN_STEPS_FOR_PHASES:
         return out
     # warm-up: leading steps far slower than the first epoch's own typical step (a slow
@@ -274,28 +321,44 @@ def _phases(tl: Timeline, r: _Records, epochs: np.ndarray, per: np.ndarray,
         k += 1
     if k:
         phase[:k] = "warm-up"
-        out.append(Phase("warm-up", float(r.start[0]), float(r.end[k - 1]),
-                         f"the first {int(r.batches[:k].sum())} steps took "
-                         f"{(r.end[k - 1] - r.start[0]) / 1e6:.2f} s (tracing, compilation, "
-                         f"first batches); steady steps take {steady_median / 1000:.1f} ms",
-                         {"steps": int(r.batches[:k].sum()),
-                          "seconds": round(float(r.end[k - 1] - r.start[0]) / 1e6, 3)}))
+        out.append(
+            Phase(
+                "warm-up",
+                float(r.start[0]),
+                float(r.end[k - 1]),
+                f"the first {int(r.batches[:k].sum())} steps took "
+                f"{(r.end[k - 1] - r.start[0]) / 1e6:.2f} s (tracing, compilation, "
+                f"first batches); steady steps take {steady_median / 1000:.1f} ms",
+                {
+                    "steps": int(r.batches[:k].sum()),
+                    "seconds": round(float(r.end[k - 1] - r.start[0]) / 1e6, 3),
+                },
+            )
+        )
     n_epochs = int(epochs.max()) + 1 if n else 0
-    med = [float(np.median(per[(epochs == e) & (phase == "steady")]))
-           if np.any((epochs == e) & (phase == "steady")) else float("nan")
-           for e in range(n_epochs)]
+    med = [
+        float(np.median(per[(epochs == e) & (phase == "steady")]))
+        if np.any((epochs == e) & (phase == "steady"))
+        else float("nan")
+        for e in range(n_epochs)
+    ]
     if n_epochs >= 2 and np.isfinite(med[0]):
         later = float(np.nanmedian(med[1:])) if np.any(np.isfinite(med[1:])) else float("nan")
         if np.isfinite(later) and med[0] >= FIRST_EPOCH_FACTOR * later:
             sel = (epochs == 0) & (phase == "steady")
             phase[sel] = "cache-fill"
             idx = np.nonzero(epochs == 0)[0]
-            out.append(Phase("cache-fill", float(r.start[idx[0]]), float(r.end[idx[-1]]),
-                             f"epoch 1 ran at {med[0] / 1000:.1f} ms per step, later epochs at "
-                             f"{later / 1000:.1f} ms: a .cache() being filled or a cold first "
-                             "read; the verdict describes the later epochs",
-                             {"epoch1_ms": round(med[0] / 1000, 3),
-                              "later_ms": round(later / 1000, 3)}))
+            out.append(
+                Phase(
+                    "cache-fill",
+                    float(r.start[idx[0]]),
+                    float(r.end[idx[-1]]),
+                    f"epoch 1 ran at {med[0] / 1000:.1f} ms per step, later epochs at "
+                    f"{later / 1000:.1f} ms: a .cache() being filled or a cold first "
+                    "read; the verdict describes the later epochs",
+                    {"epoch1_ms": round(med[0] / 1000, 3), "later_ms": round(later / 1000, 3)},
+                )
+            )
     steady_idx = np.nonzero(phase == "steady")[0]
     if steady_idx.size >= MIN_STEPS_FOR_PHASES:
         if n_epochs >= 3 and np.isfinite(med[-1]):
@@ -317,22 +380,33 @@ def _phases(tl: Timeline, r: _Records, epochs: np.ndarray, per: np.ndarray,
             if late_med >= SLOWDOWN_FACTOR * base:
                 phase[late_sel] = "slowdown"
                 idx = np.nonzero(late_sel)[0]
-                out.append(Phase("slowdown", float(r.start[idx[0]]), float(r.end[idx[-1]]),
-                                 f"{label} ran at {late_med / 1000:.1f} ms per step against "
-                                 f"{base / 1000:.1f} ms before",
-                                 {"late_ms": round(late_med / 1000, 3),
-                                  "before_ms": round(base / 1000, 3)}))
+                out.append(
+                    Phase(
+                        "slowdown",
+                        float(r.start[idx[0]]),
+                        float(r.end[idx[-1]]),
+                        f"{label} ran at {late_med / 1000:.1f} ms per step against "
+                        f"{base / 1000:.1f} ms before",
+                        {"late_ms": round(late_med / 1000, 3), "before_ms": round(base / 1000, 3)},
+                    )
+                )
     return sorted(out, key=lambda p: p.start_us)
 
 
-def _epoch_rows(r: _Records, epochs: np.ndarray, per: np.ndarray,
-                phase: np.ndarray) -> list[dict[str, Any]]:
+def _epoch_rows(
+    r: _Records, epochs: np.ndarray, per: np.ndarray, phase: np.ndarray
+) -> list[dict[str, Any]]:
     rows = []
     for e in range(int(epochs.max()) + 1 if len(r) else 0):
         sel = epochs == e
         if not np.any(sel):
             continue
-        rows.append({"epoch": e + 1, "steps": int(r.batches[sel].sum()),
-                     "median_ms": round(float(np.median(per[sel])) / 1000, 3),
-                     "seconds": round(float(r.end[sel].max() - r.start[sel].min()) / 1e6, 3)})
+        rows.append(
+            {
+                "epoch": e + 1,
+                "steps": int(r.batches[sel].sum()),
+                "median_ms": round(float(np.median(per[sel])) / 1000, 3),
+                "seconds": round(float(r.end[sel].max() - r.start[sel].min()) / 1e6, 3),
+            }
+        )
     return rows

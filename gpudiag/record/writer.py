@@ -54,15 +54,17 @@ from gpudiag.trace.gpudiag_format import (
     META_UPDATE,
     TimelineBuilder,
 )
-from gpudiag.trace.timeline import Kind, Metadata, RecordedFinding, Timeline
+from gpudiag.trace.timeline import Intervals, Kind, Metadata, RecordedFinding, Timeline, union_of
 
 FULL_STEPS = 2000  # steps written one by one at the start of a run (warm-up, short runs)
 GROUP_S = 1.0  # elsewhere, one aggregate event per second of steps
 AGG_S = 10.0  # counters outside windows and the first steps: one mean per 10 s
 SPARSE_COUNTERS = ("gil_",)  # one sample per GIL burst: never aggregated
-# a window's events per device and kind; past it, kernels are written as merged busy runs
-# with their kernel count (a long GPU window would otherwise add ~10 MB per window)
-MAX_WINDOW_EVENTS = 20_000
+# a window's events per device and kind; past it, the first half stay individual kernels
+# (their sizes feed the launch-bound finding) and the rest are written as merged busy runs
+# with their kernel count (5 steps x 2000 kernels x 8 GPUs would add ~11 MB per window)
+MAX_WINDOW_EVENTS = 5_000
+BRIDGE_US = 100.0
 
 # Once the disk refuses writes the rest of the run is kept in memory up to this many bytes
 # (~half a million step events); past it events are counted and dropped, never raised.
@@ -403,14 +405,22 @@ class TraceWriter:
             # CPU compute threads nest many events: their union is what the analysis uses.
             # Device kernels stay individual (kernel sizes feed the launch-bound finding).
             m = iv.merged() if device.startswith("CPU") else iv
-            counts: list[int] | None = None
-            if len(m) > MAX_WINDOW_EVENTS:  # a bounded trace: busy runs with kernel counts
-                m = iv.merged()
-                first = np.searchsorted(np.sort(iv.starts), m.starts, side="left")
-                counts = np.diff(np.append(first, len(iv))).tolist()
+            counts: list[int] = [1] * len(m)
+            if len(m) > MAX_WINDOW_EVENTS:  # a bounded trace: the first kernels one by one
+                order = np.argsort(iv.starts, kind="stable")  # (their sizes), the rest as
+                s_sorted, e_sorted = iv.starts[order], iv.ends[order]  # busy runs + counts
+                cut = MAX_WINDOW_EVENTS // 2
+                # launch latency between kernels (< 100 µs, not an idle gap to the
+                # analysis either) is bridged, so back-to-back kernels form one run
+                rest = union_of(s_sorted[cut:], e_sorted[cut:] + BRIDGE_US)
+                rest = Intervals(rest.starts, np.maximum(rest.starts, rest.ends - BRIDGE_US))
+                first = np.searchsorted(s_sorted[cut:], rest.starts, side="left")
+                counts = [1] * cut + np.diff(np.append(first, len(s_sorted) - cut)).tolist()
+                m = Intervals(np.concatenate([s_sorted[:cut], rest.starts]),
+                              np.concatenate([e_sorted[:cut], rest.ends]))
             for k, (s, e) in enumerate(zip(m.starts.tolist(), m.ends.tolist(), strict=True)):
                 args: dict[str, Any] = {"device": device}
-                if counts is not None:
+                if counts[k] != 1:
                     args["n"] = int(counts[k])
                 self._write({"ph": "X", "cat": CAT_DEVICE + kind.value, "name": kind.value,
                              "pid": pid, "tid": tid, "ts": round(s + shift_us, 3),

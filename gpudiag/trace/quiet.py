@@ -37,12 +37,18 @@ def quiet_stderr() -> Iterator[list[str]]:
         finally:
             with contextlib.suppress(OSError, ValueError):
                 sys.stderr.flush()
+            # what others said meanwhile goes out first (in order), then fd 2 comes back,
+            # then whatever was said between the two
+            # pread: fd 2 shares the temp file's offset, which must not move under writers
+            fd = tmp.fileno()
+            raw = os.pread(fd, os.fstat(fd).st_size, 0)
+            _replay(raw, saved)
             os.dup2(saved, 2)
             os.close(saved)
-            tmp.seek(0)
-            raw = tmp.read()
+            late = os.pread(fd, os.fstat(fd).st_size - len(raw), len(raw))
+            _replay(late, 2)
+            raw += late
             captured.extend(raw.decode("utf-8", "replace").splitlines())
-            _replay(raw)
 
 
 # absl / glog: "I0000 00:00:1795447606.505280    4152 profiler_session.cc:117] ..."
@@ -50,7 +56,7 @@ _NATIVE_LOG = re.compile(rb"^[IWEF]\d{4} [\d:.]+\s+\d+ [\w./-]+:\d+\] ")
 _NATIVE_PREAMBLE = (b"WARNING: All log messages before absl::InitializeLog()",)
 
 
-def _replay(raw: bytes) -> None:
+def _replay(raw: bytes, fd: int) -> None:
     """Write back what other threads said while fd 2 was redirected (native log lines of
     the quieted call excepted)."""
     keep = [line for line in raw.splitlines(keepends=True)
@@ -58,7 +64,7 @@ def _replay(raw: bytes) -> None:
     data = b"".join(keep)
     while data:
         try:
-            n = os.write(2, data)
+            n = os.write(fd, data)
         except OSError:
             return
         data = data[n:]
