@@ -19,7 +19,7 @@ from gpudiag.analyze.arrival import RankTiming, find_waited_for
 from gpudiag.analyze.breakdown import Breakdown, merge_breakdowns
 from gpudiag.analyze.diagnosis import DeviceSummary, Diagnosis, Finding, RankSummary
 from gpudiag.analyze.gaps import Gaps, idle_gaps
-from gpudiag.analyze.phases import per_batch_times, whole_run
+from gpudiag.analyze.phases import per_batch_times, weighted_quantile, whole_run
 from gpudiag.analyze.rules import HostFacts, RankEvidence, RunEvidence, Situation
 from gpudiag.analyze.rules.base import as_judged
 from gpudiag.analyze.verdict import decide
@@ -213,15 +213,17 @@ def _device_rows(labels: list[str], parts: list[Breakdown], gaps: list[list[Gaps
 
 
 def _step_stats(timelines: list[Timeline], parts: list[Breakdown]) -> dict[str, object]:
-    durations = (np.concatenate([per_batch_times(tl) for tl in timelines]) if timelines
-                 else np.zeros(0))
+    # per batch (steps_per_execution), aggregated step groups weighted by their batches
+    pairs = [per_batch_times(tl) for tl in timelines]
+    durations = np.concatenate([v for v, _ in pairs]) if pairs else np.zeros(0)
+    weights = np.concatenate([w for _, w in pairs]) if pairs else np.zeros(0)
     analyzed = sum(b.steps_analyzed for b in parts)
-    if not len(durations):
+    if not len(durations) or weights.sum() <= 0:
         return {"count": 0, "analyzed": 0}
     return {
-        "count": len(durations),
+        "count": int(weights.sum() + 0.5),
         "analyzed": int(analyzed),
-        "median_ms": round(float(np.median(durations)) / 1000.0, 3),
-        "p90_ms": round(float(np.percentile(durations, 90)) / 1000.0, 3),
+        "median_ms": round(weighted_quantile(durations, weights, 0.5) / 1000.0, 3),
+        "p90_ms": round(weighted_quantile(durations, weights, 0.9) / 1000.0, 3),
         "max_ms": round(float(np.max(durations)) / 1000.0, 3),
     }

@@ -28,7 +28,13 @@ from typing import Any
 
 import numpy as np
 
-from gpudiag.analyze.breakdown import Breakdown, normalised, step_breakdown
+from gpudiag.analyze.breakdown import (
+    CATEGORIES,
+    Breakdown,
+    normalised,
+    profiled_steps,
+    step_breakdown,
+)
 from gpudiag.analyze.verdict import decide
 from gpudiag.trace.timeline import Timeline
 
@@ -135,23 +141,31 @@ def step_records(tl: Timeline) -> _Records:
     return _Records(starts, ends, batches, busy)
 
 
-def per_batch_times(tl: Timeline) -> np.ndarray:
-    """Per-batch step times (µs) over the whole run, one value per batch, so that
-    ``steps_per_execution`` > 1 counts every batch; an aggregated group stands in as its
-    median repeated, its p90 for its top tenth and its max once."""
+def per_batch_times(tl: Timeline) -> tuple[np.ndarray, np.ndarray]:
+    """Per-batch step times (µs) over the whole run and how many batches each stands for,
+    so that ``steps_per_execution`` > 1 counts every batch; an aggregated group stands in as
+    its median for most of its batches, its p90 for its top tenth and its max once."""
     st = tl.steps
     per_step = np.maximum(st.batches, 1)
-    own = np.repeat((st.end - st.start) / per_step, per_step)
+    values = [(st.end - st.start) / per_step]
+    weights = [per_step.astype(np.float64)]
     b = tl.step_buckets
-    if not len(b):
-        return own
-    parts = [own]
-    for n, p50, p90, mx in zip(
-        b.batches.tolist(), b.p50.tolist(), b.p90.tolist(), b.max.tolist(), strict=True
-    ):
-        top = int(n) // 10
-        parts += [np.full(max(0, int(n) - top - 1), p50), np.full(top, p90), np.array([mx])]
-    return np.concatenate(parts)
+    if len(b):
+        n = b.batches.astype(np.float64)
+        top = np.floor(n / 10)
+        values += [b.p50, b.p90, b.max]
+        weights += [np.maximum(n - top - 1, 0), top, np.ones(len(b))]
+    return np.concatenate(values), np.concatenate(weights)
+
+
+def weighted_quantile(values: np.ndarray, weights: np.ndarray, q: float) -> float:
+    """The ``q`` quantile (0..1) of values each counted ``weights`` times."""
+    keep = weights > 0
+    v, w = values[keep], weights[keep]
+    order = np.argsort(v, kind="stable")
+    v, w = v[order], w[order]
+    cum = np.cumsum(w)
+    return float(v[min(int(np.searchsorted(cum, q * cum[-1], side="left")), v.size - 1)])
 
 
 def _epoch_of(t: np.ndarray, spans: list[tuple[float, float]]) -> np.ndarray:
@@ -195,47 +209,40 @@ def whole_run(tl: Timeline) -> RunView:
     view.phases = _phases(tl, r, epochs, per, phase)
     view.epochs = _epoch_rows(r, epochs, per, phase)
 
-    order = np.argsort(tl.steps.start, kind="stable")
-    st = tl.steps
     windows = _windows(tl)
-    if not windows:
+    if not windows or not whole.steps_analyzed:
         return view
-    views: list[tuple[WindowView, Breakdown]] = []
+    # the whole breakdown's rows are its analyzed steps in time order: a window's shares
+    # are its steps' rows weighted by their durations (what step_breakdown of the window
+    # alone gives, without computing it again)
+    order = np.argsort(tl.steps.start, kind="stable")
+    analyzed = profiled_steps(tl)
+    row_of = {int(k): r for r, k in enumerate(analyzed.tolist())}
+    rows = np.array([[row[c] for c in CATEGORIES] for row in whole.per_step])
+    durs = np.asarray(whole.step_durations_us)
+    views: list[WindowView] = []
+    st = tl.steps
     for i, j in windows:
         idx = order[i:j]
-        mask = np.zeros(len(st), dtype=bool)
-        mask[idx] = True
-        sub = replace(tl, steps=replace(st, profiled=st.profiled & mask))
-        b = step_breakdown(sub)
-        if not b.steps_analyzed:
+        sel = [row_of[int(k)] for k in idx if int(k) in row_of]
+        if not sel:
             continue
+        wts = durs[sel] / durs[sel].sum()
+        shares = normalised(dict(zip(CATEGORIES, (rows[sel] * wts[:, None]).sum(axis=0)
+                                     .tolist(), strict=True)))
         s, e = float(st.start[idx].min()), float(st.end[idx].max())
-        k = int(np.searchsorted(r.start, s, side="left"))
-        k = min(k, len(r) - 1)
-        verdict = decide(b.shares)[0]
-        views.append(
-            (
-                WindowView(
-                    s,
-                    e,
-                    int(j - i),
-                    int(epochs[k]) if tl.spans.get(SPAN_EPOCH) else None,
-                    str(phase[k]),
-                    b.shares,
-                    verdict,
-                ),
-                b,
-            )
-        )
+        k = min(int(np.searchsorted(r.start, s, side="left")), len(r) - 1)
+        views.append(WindowView(s, e, int(j - i), int(epochs[k]) if tl.spans.get(SPAN_EPOCH)
+                                else None, str(phase[k]), shares, decide(shares)[0]))
     if len(views) <= 1:
-        view.windows = [w for w, _ in views]
+        view.windows = views
         if view.windows:
             view.windows[0].weight = 1.0
         return view
-    steady = [w for w, _ in views if w.phase in ("steady", "slowdown")] or [w for w, _ in views]
+    steady = [w for w in views if w.phase in ("steady", "slowdown")] or views
     keep = (
         np.isin(phase, ["steady", "slowdown"])
-        if any(w.phase in ("steady", "slowdown") for w, _ in views)
+        if any(w.phase in ("steady", "slowdown") for w in views)
         else np.ones(len(r), dtype=bool)
     )
     weights = _stand_for(steady, (r.start[keep] + r.end[keep]) / 2, epochs[keep], r.busy[keep])
@@ -244,10 +251,10 @@ def whole_run(tl: Timeline) -> RunView:
         w.weight = wt / total
     shares = {c: sum(w.weight * w.shares[c] for w in steady) for c in whole.shares}
     view.breakdown = replace(whole, shares=normalised(shares))
-    view.windows = [w for w, _ in views]
+    view.windows = views
     verdict = decide(view.breakdown.shares)[0]
     disagreeing = sorted({w.verdict for w in steady} - {verdict})
-    others = [w for w, _ in views if w not in steady and w.verdict != verdict]
+    others = [w for w in views if w not in steady and w.verdict != verdict]
     notes = []
     if disagreeing:
         view.disagree = True
