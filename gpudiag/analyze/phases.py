@@ -159,7 +159,10 @@ def per_batch_times(tl: Timeline) -> tuple[np.ndarray, np.ndarray]:
 
 
 def weighted_quantile(values: np.ndarray, weights: np.ndarray, q: float) -> float:
-    """The ``q`` quantile (0..1) of values each counted ``weights`` times."""
+    """The ``q`` quantile (0..1) of values each counted ``weights`` (whole) times; the same
+    interpolation as ``np.percentile`` up to ten million values, nearest rank beyond."""
+    if weights.sum() <= 10_000_000:
+        return float(np.percentile(np.repeat(values, weights.astype(np.int64)), 100 * q))
     keep = weights > 0
     v, w = values[keep], weights[keep]
     order = np.argsort(v, kind="stable")
