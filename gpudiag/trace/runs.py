@@ -154,13 +154,14 @@ def summarize(tl: Timeline) -> Timeline:
     return tl
 
 
-def read_summaries(path: str) -> tuple[list[Timeline], str | None]:
-    """Pool / Dask task: the file's rank summaries, or the reader's one-line problem (an
-    exception would not cross the process boundary intact)."""
+def read_summaries(path: str, reduce: bool = True) -> tuple[list[Timeline], str | None]:
+    """Pool / Dask task: the file's rank summaries (``reduce=False``: its whole timelines),
+    or the reader's one-line problem (an exception would not cross the process boundary
+    intact)."""
     from gpudiag.trace.load import load_file
 
     try:
-        return [summarize(tl) for tl in load_file(path)], None
+        return [summarize(tl) if reduce else tl for tl in load_file(path)], None
     except TraceError as e:
         return [], e.problem
     except MemoryError:
@@ -196,19 +197,25 @@ class RankReader:
     """Starts reading when created (so a pool forks before any progress thread starts);
     ``collect()`` waits for the summaries, in the order given."""
 
-    def __init__(self, paths: Sequence[str], jobs: int | None = None,
-                 scheduler: str | None = None) -> None:
+    def __init__(
+        self, paths: Sequence[str], jobs: int | None = None, scheduler: str | None = None
+    ) -> None:
         self.paths = list(paths)
         self.jobs = default_jobs(len(self.paths)) if jobs is None else max(1, jobs)
+        # one file (one rank) is analysed whole, exactly as the callback that wrote it did
+        self.reduce = len(self.paths) > 1
         self._pool: ProcessPoolExecutor | None = None
         self._futures: dict[Future[Result], str] = {}
         self._dask: Any = None
         if scheduler:
-            self._dask = _DaskRun(self.paths, scheduler)
+            self._dask = _DaskRun(self.paths, scheduler, self.reduce)
         elif self.jobs > 1 and len(self.paths) > 1:
-            self._pool = ProcessPoolExecutor(max_workers=min(self.jobs, len(self.paths)),
-                                             mp_context=_pool_context())
-            self._futures = {self._pool.submit(read_summaries, p): p for p in self.paths}
+            self._pool = ProcessPoolExecutor(
+                max_workers=min(self.jobs, len(self.paths)), mp_context=_pool_context()
+            )
+            self._futures = {
+                self._pool.submit(read_summaries, p, self.reduce): p for p in self.paths
+            }
 
     def collect(self, on_file: Callable[[str, int], None] | None = None) -> list[Timeline]:
         """Rank summaries of every file; TraceError for the first bad file in path order."""
@@ -239,11 +246,15 @@ class RankReader:
                 yield self._futures[fut], fut.result()
         else:
             for p in self.paths:
-                yield p, read_summaries(p)
+                yield p, read_summaries(p, self.reduce)
 
 
-def load_ranks(paths: Sequence[str], jobs: int | None = None, scheduler: str | None = None,
-               on_file: Callable[[str, int], None] | None = None) -> list[Timeline]:
+def load_ranks(
+    paths: Sequence[str],
+    jobs: int | None = None,
+    scheduler: str | None = None,
+    on_file: Callable[[str, int], None] | None = None,
+) -> list[Timeline]:
     """Rank summaries of every file, in the order given. ``jobs=1``: in this process;
     ``scheduler``: on a Dask distributed cluster (the ``dask`` extra)."""
     return RankReader(paths, jobs, scheduler).collect(on_file)
@@ -252,17 +263,18 @@ def load_ranks(paths: Sequence[str], jobs: int | None = None, scheduler: str | N
 class _DaskRun:
     """The same per-rank task on a Dask distributed cluster."""
 
-    def __init__(self, paths: list[str], scheduler: str) -> None:
+    def __init__(self, paths: list[str], scheduler: str, reduce: bool) -> None:
         try:
             from distributed import Client
         except ImportError:
-            raise TraceError(scheduler,
-                             "--scheduler needs Dask: pip install 'gpudiag[dask]'") from None
+            raise TraceError(
+                scheduler, "--scheduler needs Dask: pip install 'gpudiag[dask]'"
+            ) from None
         try:
             self.client = Client(scheduler, timeout="10s")
         except (OSError, TimeoutError) as e:
             raise TraceError(scheduler, f"cannot reach the Dask scheduler ({e})") from None
-        self.futures = self.client.map(read_summaries, paths, pure=False)
+        self.futures = self.client.map(read_summaries, paths, reduce=reduce, pure=False)
         self.where = {f.key: p for f, p in zip(self.futures, paths, strict=True)}
 
     def results(self) -> Iterator[tuple[str, Result]]:
