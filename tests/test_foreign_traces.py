@@ -284,3 +284,11 @@ def test_real_fp32_trace_has_no_reduced_precision(shared_trace):
     assert tl.meta.extra["precision"] == []
     tl = load_file(shared_trace("kineto/a100_nccl_sparse.json.gz"))[0]
     assert tl.meta.extra["precision"] == ["tf32"]  # cutlass s1688 GEMMs, cuDNN tf32 convs
+
+
+def test_jax_profile_without_op_scopes_is_not_called_inference(tmp_path):
+    doc = foreign.xla_tpu(steps=60)
+    for ev in doc["traceEvents"]:
+        ev.get("args", {}).pop("tf_op", None)
+    tl = _load(doc, tmp_path)[0]
+    assert "workload" not in tl.meta.extra and tl.meta.config.training is None

@@ -119,6 +119,7 @@ class RunFacts:
     compiled_us: float = 0.0
     host_ops: int = 0
     training_evidence: str = ""
+    scopes_seen: bool = False  # framework op scopes (tf_op) were present to search
     comm_us: dict[str, float] = field(default_factory=dict)
     _kernel_cache: dict[str, tuple[str | None, bool, bool]] = field(default_factory=dict)
     _host_cache: dict[str, bool] = field(default_factory=dict)
@@ -166,7 +167,10 @@ class RunFacts:
         if host_call_kind(name) is not None:
             tl.add_host_call(name, [ts], [end])
 
-    def apply(self, tl: Timeline) -> None:
+    def apply(self, tl: Timeline, inference_by_absence: bool = True) -> None:
+        """Write the facts into the timeline. ``inference_by_absence=False`` where the
+        producer may not name backward ops at all (XLA profiles without op scopes): then
+        only positive evidence (training) is recorded."""
         extra = tl.meta.extra
         if self.kernel_us > 0:
             shares = {k: v / self.kernel_us for k, v in self.precision_us.items()}
@@ -176,7 +180,7 @@ class RunFacts:
         if self.training_evidence:
             extra["workload"] = "training"
             extra["training_evidence"] = self.training_evidence
-        elif self.host_ops >= INFERENCE_MIN_HOST_OPS:
+        elif inference_by_absence and self.host_ops >= INFERENCE_MIN_HOST_OPS:
             extra["workload"] = "inference"
         config: dict[str, object] = {}
         if "workload" in extra:

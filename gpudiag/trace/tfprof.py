@@ -213,7 +213,8 @@ def read_tf_trace(doc: ChromeDoc, path: str, producer: str = "tf-trace-viewer") 
             base.add_activity(device, kind, d_s, d_e)
         base.kernel_counts.update(kernels)
 
-    facts.apply(base)
+    # JAX names backward ops only in op scopes (transpose(jvp(...))), which a profile may lack
+    facts.apply(base, inference_by_absence=meta.framework != "jax" or facts.scopes_seen)
     steps = marker_steps or [(i, s, e) for i, (s, e) in enumerate(sorted(func_steps))]
     if steps or not device_steps:
         if steps:
@@ -237,7 +238,11 @@ def _device_facts(facts: RunFacts, kind: Kind, name: str, dur: float, args: Any)
 def _scope_facts(facts: RunFacts, args: Any) -> None:
     """Training evidence in an op's scope (gradient_tape/..., transpose(jvp(...)))."""
     if isinstance(args, dict) and not facts.training_evidence:
-        scope = args.get("tf_op") or args.get("long_name") or args.get("kernel_name")
+        scope = args.get("tf_op")
+        if isinstance(scope, str):
+            facts.scopes_seen = True
+        else:
+            scope = args.get("long_name") or args.get("kernel_name")
         if isinstance(scope, str):
             facts.scope(scope)
 
