@@ -441,6 +441,10 @@ class DiagnoseCallback(keras.callbacks.Callback):
             self._collector.start()
 
     def _decode_loop(self) -> None:
+        # decoding is not urgent: on Linux a thread has its own nice value, so the decode
+        # yields the cores to training's threads
+        with contextlib.suppress(Exception):
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 15)
         while True:
             window = self._decode_queue.get()
             if window is None:

@@ -192,3 +192,10 @@ def test_stop_takes_a_final_sample_for_the_tail_of_a_run():
     assert _wait(lambda: quiet.reads == 1)
     quiet.stop()
     assert quiet.reads == 1
+
+
+def test_an_empty_sampler_set_starts_and_stops_quietly():
+    sset = SamplerSet().start_all()
+    time.sleep(0.1)
+    sset.stop_all()
+    assert sset.errors == [] and not _ours()

@@ -258,6 +258,8 @@ def _drive(samplers: Sequence[Sampler[Any]], stop: threading.Event) -> None:
     """Sample each sampler every its ``interval`` on the calling thread until ``stop``.
     Samplers due within ``_COALESCE_S`` of each other are read on the same wake-up, so a set
     of samplers costs one thread and one wake-up per period, not one per sampler."""
+    if not samplers:
+        return
     now = time.monotonic()
     due = [now] * len(samplers)
     while not stop.is_set():
