@@ -127,3 +127,30 @@ def test_long_run_trace_is_aggregated_and_summary_matches_file(tmp_path, monkeyp
     assert d["steps"]["count"] == 6000
     assert d["steps"]["median_ms"] == pytest.approx(7.0, rel=0.01)
     assert len(d["run"]["windows"]) == 2
+
+
+def test_live_follow_verdict_moves_with_the_run(tmp_path):
+    from gpudiag.show.follow import TraceFollower
+
+    p = tmp_path / "live.json"
+    w = TraceWriter(str(p), Metadata(producer="gpudiag", device_type="GPU"))
+    follower = TraceFollower(str(p))
+    verdicts = []
+    t = 1_000_000.0
+    for e, input_frac in enumerate([0.7, 0.02, 0.02, 0.02]):
+        one = periodic(steps=1, step_us=10_000, input_frac=input_frac,
+                       compute_frac=0.9 - input_frac)
+        start = t
+        for k in range(30):
+            inside = 10 <= k < 10 + WINDOW
+            w.step(e * 30 + k, t, t + 10_000, profiled=inside)
+            if inside:
+                w.timeline(one, shift_us=t)
+            t += 10_000
+        w.window(start + 100_000, start + 150_000, "profiler window")
+        w.span("epoch", start, t, epoch=e)
+        w.flush()
+        verdicts.append(follower.poll().verdict)
+    w.close()
+    assert verdicts[0] == "data-starved"
+    assert verdicts[-1] == "compute-bound"  # not frozen on the first window
