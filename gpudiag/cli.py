@@ -7,15 +7,19 @@
 
 Exit codes: 0 ok; 2 unreadable or invalid input (one line on stderr, never a traceback);
 3 when ``--fail-on`` matches the verdict or NEW is more than ``--fail-on-regression`` percent
-slower. TensorFlow is imported only by ``demo``.
+slower; 130 on Ctrl-C. TensorFlow is imported only by ``demo``. Whatever came from input is
+printed escaped (``gpudiag.show.safe``), on any terminal encoding.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import glob
 import json
+import math
 import os
+import stat
 import sys
 import time
 from collections.abc import Sequence
@@ -23,7 +27,7 @@ from typing import Any
 
 from gpudiag import __version__
 
-EXIT_OK, EXIT_BAD_INPUT, EXIT_FAIL_ON = 0, 2, 3
+EXIT_OK, EXIT_BAD_INPUT, EXIT_FAIL_ON, EXIT_INTERRUPTED = 0, 2, 3, 130
 VERDICTS = ("data-starved", "sync-bound", "compute-bound", "inconclusive")
 
 
@@ -57,6 +61,16 @@ def _positive_int(text: str) -> int:
     return n
 
 
+def _ratio(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
+    return value
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="gpudiag",
@@ -86,6 +100,9 @@ def _parser() -> argparse.ArgumentParser:
                    "repeated: the lists add up)")
     a.add_argument("--html", metavar="OUT.html", default=None,
                    help="also write a self-contained HTML report (no network fetches)")
+    a.add_argument("--max-gzip-ratio", type=_ratio, default=None, metavar="X",
+                   help="refuse a .gz file that expands more than X times its size, a "
+                   "decompression bomb (default 100, or $GPUDIAG_MAX_GZIP_RATIO)")
     c = sub.add_parser(
         "compare",
         help="compare two runs (before/after a change): step time, shares, findings, fixes",
@@ -101,9 +118,10 @@ def _parser() -> argparse.ArgumentParser:
     lv.add_argument("--interval", type=float, default=1.0, metavar="S",
                     help="seconds between frames (default 1)")
     lv.add_argument("--once", action="store_true", help="print one frame and exit")
-    lv.add_argument("--follow", metavar="TRACE",
-                    help="tail a trace a DiagnoseCallback is writing; adds a training panel "
-                    "(a quoted pattern picks its newest match)")
+    lv.add_argument("--follow", metavar="TRACE", nargs="+",
+                    help="tail a trace a DiagnoseCallback is writing; adds a training panel. "
+                    "Several files or a (quoted) pattern: the newest is followed, and a newer "
+                    "run replaces it")
     d = sub.add_parser("demo", help="train a small Keras model starved, then fixed, and compare")
     d.add_argument("--quick", action="store_true", help="fewer steps (for tests)")
     d.add_argument("--out", default=None, metavar="DIR", help="where to write the two traces")
@@ -111,8 +129,22 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _fail(message: str) -> int:
-    print(f"gpudiag: {message}", file=sys.stderr)
+    """One line on stderr: input-derived text escaped (no ANSI, no newline, no surrogate)."""
+    from gpudiag.show.safe import escaped
+
+    print(f"gpudiag: {escaped(message)}", file=sys.stderr)
     return EXIT_BAD_INPUT
+
+
+def strict_json(value: Any) -> Any:
+    """``value`` with every non-finite float as null: ``--json`` is always strict JSON."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {str(k): strict_json(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [strict_json(v) for v in value]
+    return value
 
 
 class BadInput(Exception):
@@ -144,6 +176,7 @@ def _diagnose_paths(paths: Sequence[str], err: Any, what: str = "", jobs: int | 
     from rich.markup import escape
 
     from gpudiag.analyze import diagnose
+    from gpudiag.show.safe import clean
     from gpudiag.trace.errors import TraceError
     from gpudiag.trace.runs import RankReader, describe_runs, group_runs
 
@@ -164,7 +197,7 @@ def _diagnose_paths(paths: Sequence[str], err: Any, what: str = "", jobs: int | 
 
             def progress(path: str, done: int) -> None:
                 count = f" {done}/{len(files)}" if len(files) > 1 else ""
-                status.update(f"{what}read{count} {escape(os.path.basename(path))}… "
+                status.update(f"{what}read{count} {escape(clean(os.path.basename(path)))}… "
                               f"({time.monotonic() - t0:.0f} s)")
 
             timelines = reader.collect(progress)
@@ -175,12 +208,15 @@ def _diagnose_paths(paths: Sequence[str], err: Any, what: str = "", jobs: int | 
         raise BadInput(f"{e.path}: {e.problem}") from None
     except MemoryError:
         raise BadInput(f"{current}: not enough memory to read this trace") from None
+    except RecursionError:
+        raise BadInput(f"{current}: nested too deeply to read") from None
     except BadInput:
         raise
     except Exception as e:  # an input we did not foresee must still not show a traceback
         if os.environ.get("GPUDIAG_DEBUG"):
             raise
-        raise BadInput(f"{current}: could not read ({type(e).__name__}: {e})") from None
+        raise BadInput(f"{current}: this trace holds something gpudiag cannot read "
+                       f"(internal {type(e).__name__}; GPUDIAG_DEBUG=1 shows where)") from None
 
 
 def cmd_analyze(args: argparse.Namespace) -> int:
@@ -188,25 +224,38 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     from rich.markup import escape
 
     from gpudiag.show.html import write_html
-    from gpudiag.show.report import render_report
+    from gpudiag.show.report import plain_report, render_report
+    from gpudiag.show.safe import clean
+    from gpudiag.trace.source import RATIO_ENV
 
+    saved_ratio = os.environ.get(RATIO_ENV)
+    if args.max_gzip_ratio is not None:  # the environment reaches the pool's workers too
+        os.environ[RATIO_ENV] = repr(args.max_gzip_ratio)
     try:
         paths = [f for arg in args.paths for f in expand_pattern(arg)]
         diagnosis = _diagnose_paths(paths, Console(stderr=True), jobs=args.jobs,
                                     scheduler=args.scheduler, as_ranks=args.ranks)
     except BadInput as e:
         return _fail(str(e))
+    finally:
+        if saved_ratio is None:
+            os.environ.pop(RATIO_ENV, None)
+        else:
+            os.environ[RATIO_ENV] = saved_ratio
     if args.html:
         problem = write_html(diagnosis, args.html)
         if problem:
             return _fail(f"{args.html}: {problem}")
     if args.json:
-        print(json.dumps(diagnosis.to_dict(), indent=2))
+        print(json.dumps(strict_json(diagnosis.to_dict()), indent=2, allow_nan=False))
     else:
         out = Console()
-        out.print(render_report(diagnosis, width=out.width))
+        if out.width < 40:  # too narrow for panels (or unknown): plain lines, verdict first
+            print("\n".join(line.plain for line in plain_report(diagnosis)))
+        else:
+            out.print(render_report(diagnosis, width=out.width))
         if args.html:
-            out.print(f"HTML report: {escape(args.html)}", style="bright_black",
+            out.print(f"HTML report: {escape(clean(args.html))}", style="bright_black",
                       highlight=False)
     if diagnosis.verdict in args.fail_on:
         return EXIT_FAIL_ON
@@ -253,7 +302,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         side = args.base if not result.base.median_step_ms else args.new
         return _fail(f"{side}: no training steps found, so step times cannot be compared")
     if args.json:
-        print(json.dumps(result.to_dict(), indent=2, allow_nan=False))
+        print(json.dumps(strict_json(result.to_dict()), indent=2, allow_nan=False))
     else:
         out = Console()
         out.print(render_comparison(result, args.base, args.new))
@@ -264,11 +313,16 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 def _follow_problem(path: str) -> str | None:
     """A trace to follow may not exist yet (training about to start); if it does, it must be
-    a gpudiag trace."""
-    if os.path.isdir(path):
+    a gpudiag trace in a regular file (opening a FIFO would block until a writer comes)."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return None  # not there yet
+    if stat.S_ISDIR(mode):
         return "is a directory; pass the trace file DiagnoseCallback writes"
-    if not os.path.exists(path):
-        return None
+    if not stat.S_ISREG(mode):
+        return ("not a regular file (a FIFO, socket or device): --follow tails the trace "
+                "file a DiagnoseCallback is writing")
     try:
         with open(path, "rb") as f:
             head = f.read(4096)
@@ -284,16 +338,18 @@ def cmd_live(args: argparse.Namespace) -> int:
 
     if args.interval <= 0:
         return _fail("--interval must be positive")
-    if args.follow and not os.path.exists(args.follow) and glob.has_magic(args.follow):
-        matches = glob.glob(args.follow)
-        if not matches:
-            return _fail(f"{args.follow}: no file matches this pattern (give the trace's "
+    for arg in args.follow or []:
+        if not os.path.exists(arg) and glob.has_magic(arg) and not glob.glob(arg):
+            return _fail(f"{arg}: no file matches this pattern (give the trace's "
                          "name to wait for a run that has not started)")
-        args.follow = max(matches, key=os.path.getmtime)  # the newest run
     if args.follow:
-        problem = _follow_problem(args.follow)
-        if problem:
-            return _fail(f"{args.follow}: {problem}")
+        from gpudiag.show.follow import newest
+
+        current = newest(args.follow)  # the run followed first (a newer one replaces it)
+        for path in [current] if current else args.follow:
+            problem = _follow_problem(path)
+            if problem:
+                return _fail(f"{path}: {problem}")
     return run_live(interval=args.interval, once=args.once, follow=args.follow)
 
 
@@ -303,13 +359,25 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return run_demo(quick=args.quick, out_dir=args.out)
 
 
+def _tolerant_streams() -> None:
+    """Never a UnicodeEncodeError on an ASCII or Latin-1 terminal (LANG=C,
+    PYTHONIOENCODING=ascii): what the encoding cannot hold is written as a backslash escape."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            # closed or detached: nothing to protect
+            with contextlib.suppress(ValueError, OSError):
+                reconfigure(errors="backslashreplace")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = _parser()
-    args = parser.parse_args(argv)
-    if args.command is None:
-        parser.print_help()
-        return EXIT_OK
+    _tolerant_streams()
     try:
+        parser = _parser()
+        args = parser.parse_args(argv)
+        if args.command is None:
+            parser.print_help()
+            return EXIT_OK
         if args.command == "analyze":
             return cmd_analyze(args)
         if args.command == "compare":
@@ -318,7 +386,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_live(args)
         return cmd_demo(args)
     except KeyboardInterrupt:
-        return 130
+        return EXIT_INTERRUPTED
     except BrokenPipeError:
         return EXIT_OK
 

@@ -39,11 +39,21 @@ def _dense(inp: int, width: int = 64):
 
 
 def gil_generator(trace: str) -> dict:
-    """A pure-Python generator (holds the GIL) feeding a small model."""
+    """A pure-Python generator (holds the GIL) feeding a small model.
+
+    Made unambiguous so that a loaded machine cannot blur it: each batch costs ~25 ms of pure
+    Python against a ~1 ms step (the input wait dominates, whatever else runs), and the
+    holder keeps the GIL 50 ms at a time (``sys.setswitchinterval``), so the in-process probe
+    is late by ~100 ms while CPU contention from other processes delays the out-of-process
+    reference by 5-15 ms. Measured here on 2 cores with other processes taking 75-85% of the
+    CPU: reference p95 5-14 ms; probe p95 ~10 ms at the default 5 ms interval and 43-51 ms at
+    20 ms, both too close to the rule's 3x margin to tell apart reliably. 60 steps give the
+    probe enough bursts for a p95 that is not a single sample."""
     import numpy as np
 
     from gpudiag import DiagnoseCallback
 
+    sys.setswitchinterval(0.05)
     rng = np.random.default_rng(0)
     x = rng.random((64, 32), dtype=np.float32)
     y = rng.random((64, 1), dtype=np.float32)
@@ -51,14 +61,14 @@ def gil_generator(trace: str) -> dict:
     def gen():
         while True:
             acc = 0
-            for i in range(60_000):  # pure Python: the GIL is held all along
+            for i in range(400_000):  # pure Python: the GIL is held all along
                 acc += i * i
             yield x, y
 
     m = _dense(32)
     g = gen()
     cb = DiagnoseCallback(trace_path=trace, dataset=g, quiet=True)
-    m.fit(g, steps_per_epoch=30, epochs=1, verbose=0, callbacks=[cb])
+    m.fit(g, steps_per_epoch=60, epochs=1, verbose=0, callbacks=[cb])
     return _result(cb)
 
 

@@ -1,4 +1,4 @@
-"""Verdicts on real traces recorded by other people (../shared/traces)."""
+"""Verdicts on real traces recorded by other people (sample_traces/, provenance in its README)."""
 
 from __future__ import annotations
 
@@ -7,15 +7,15 @@ import pytest
 from gpudiag.analyze import diagnose
 from gpudiag.analyze.breakdown import CATEGORIES
 from gpudiag.trace.load import load_file, load_timelines
-from tests.conftest import shared
+from tests.conftest import sample
 
 
 def _diag(rel: str):
-    return diagnose(load_file(shared(rel)))
+    return diagnose(load_file(sample(rel)))
 
 
 def test_resnet_workers0_is_data_starved_pointing_at_dataloader():
-    d = _diag("kineto/resnet50_dataloader_workers0.pt.trace.json.gz")
+    d = _diag("resnet50_dataloader_workers0.pt.trace.json.gz")
     assert d.verdict == "data-starved"
     assert d.confidence >= 0.7
     assert 0.25 <= d.breakdown["input"] <= 0.45
@@ -31,7 +31,7 @@ def test_resnet_workers0_is_data_starved_pointing_at_dataloader():
 
 
 def test_resnet_workers4_is_not_data_starved():
-    d = _diag("kineto/resnet50_dataloader_workers4.pt.trace.json.gz")
+    d = _diag("resnet50_dataloader_workers4.pt.trace.json.gz")
     assert d.verdict == "compute-bound"
     assert d.breakdown["input"] < 0.05
     assert d.finding("input-wait") is None
@@ -39,7 +39,7 @@ def test_resnet_workers4_is_not_data_starved():
 
 
 def test_nccl_128_ranks_is_sync_bound():
-    d = _diag("kineto/nccl_world128_rank0.json.gz")
+    d = _diag("nccl_world128_rank0.json.gz")
     assert d.verdict == "sync-bound"
     f = d.finding("exposed-collectives")
     assert f is not None and f.severity == "high"
@@ -48,7 +48,7 @@ def test_nccl_128_ranks_is_sync_bound():
     assert any("per-replica batch" in s.detail for s in d.suggestions)
 
 
-@pytest.mark.parametrize("rel", ["kineto/cpu_only_rank34.json.gz", "kineto/no_gpu_events.json.gz"])
+@pytest.mark.parametrize("rel", ["cpu_only_rank34.json.gz", "no_gpu_events.json.gz"])
 def test_traces_without_device_events_are_inconclusive(rel):
     d = _diag(rel)
     assert d.verdict == "inconclusive"
@@ -58,7 +58,7 @@ def test_traces_without_device_events_are_inconclusive(rel):
 
 
 def test_overlapped_comm_counts_only_exposed_sync():
-    d = _diag("kineto/a100_overlapped_comm.json.gz")
+    d = _diag("a100_overlapped_comm.json.gz")
     f = d.finding("exposed-collectives")
     assert f is not None
     # collectives take ~35% of the step but much of it hides under compute
@@ -68,7 +68,7 @@ def test_overlapped_comm_counts_only_exposed_sync():
 
 
 def test_mostly_idle_gpu_is_not_given_a_confident_verdict():
-    d = _diag("kineto/a100_nccl_sparse.json.gz")
+    d = _diag("a100_nccl_sparse.json.gz")
     assert d.verdict == "inconclusive"
     assert d.confidence < 0.5
     assert "idle" in d.reason
@@ -76,14 +76,14 @@ def test_mostly_idle_gpu_is_not_given_a_confident_verdict():
 
 
 def test_rocm_device_names_are_read():
-    tls = load_file(shared("kineto/mi250_rocm_minitoy.json.gz"))
+    tls = load_file(sample("mi250_rocm_minitoy.json.gz"))
     assert tls[0].devices == ["GPU 2"]
     assert "AMD" in tls[0].meta.device_type
 
 
 def test_breakdowns_sum_to_one_everywhere():
-    for rel in ["kineto/resnet50_dataloader_workers0.pt.trace.json.gz",
-                "kineto/a100_overlapped_comm.json.gz", "kineto/nccl_world128_rank0.json.gz"]:
+    for rel in ["resnet50_dataloader_workers0.pt.trace.json.gz",
+                "a100_overlapped_comm.json.gz", "nccl_world128_rank0.json.gz"]:
         d = _diag(rel)
         assert set(CATEGORIES) <= set(d.breakdown)
         assert sum(d.breakdown.values()) == pytest.approx(1.0)
@@ -95,7 +95,7 @@ def test_xplane_breakdown_matches_xprof_overview():
     pytest.importorskip("xprof")
     from gpudiag.trace.xplane import xprof_overview
 
-    path = shared("xplane/tf_gpu_multi_worker.xplane.pb")
+    path = sample("tf_gpu_multi_worker.xplane.pb")
     ov = xprof_overview(path)
     d = diagnose(load_file(path))
     xprof_compute = ov["device_compute"] / ov["step"]
@@ -110,8 +110,8 @@ def test_xplane_breakdown_matches_xprof_overview():
 
 
 def test_several_files_are_ranks():
-    tls = load_timelines([shared("kineto/nccl_world128_rank0.json.gz"),
-                          shared("kineto/a100_overlapped_comm.json.gz")])
+    tls = load_timelines([sample("nccl_world128_rank0.json.gz"),
+                          sample("a100_overlapped_comm.json.gz")])
     d = diagnose(tls)
     assert [r.label for r in d.ranks] == ["rank 0", "rank 3"]
     assert {r.verdict for r in d.ranks} == {"sync-bound"}

@@ -1,13 +1,20 @@
 """The training panel of ``gpudiag live --follow TRACE``: rolling figures and verdict.
 
 The verdict comes from ``gpudiag.analyze.diagnose`` on the tail's rolling Timeline — the same
-analyzers as ``gpudiag analyze``, so live and offline never disagree.
+analyzers as ``gpudiag analyze``, so live and offline never disagree. ``TRACE`` may be several
+files or a glob pattern (``'gpudiag-trace-*.json'``, quoted or expanded by the shell): the
+newest matching file is followed, and a newer one (the next run) replaces it.
 
-    source = TraceFollower("gpudiag-trace-….json")
+    source = TraceFollower("gpudiag-trace-*.json")
     status = source.poll()      # TrainingStatus for the live monitor
 """
 
 from __future__ import annotations
+
+import glob
+import os
+import stat
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -16,22 +23,43 @@ from gpudiag.show.live import TrainingStatus
 from gpudiag.trace.follow import TraceTail
 
 
+def newest(patterns: Sequence[str]) -> str | None:
+    """The most recently modified regular file among paths and glob patterns."""
+    found: list[tuple[float, str]] = []
+    for p in patterns:
+        names = [p] if os.path.exists(p) or not glob.has_magic(p) else glob.glob(p)
+        for name in names:
+            try:
+                st = os.stat(name)
+            except OSError:
+                continue
+            if stat.S_ISREG(st.st_mode):
+                found.append((st.st_mtime, name))
+    return max(found)[1] if found else None
+
+
 class TraceFollower:
     """``TrainingPanelSource`` over a growing gpudiag trace."""
 
-    def __init__(self, path: str, window_s: float = 30.0) -> None:
-        self.tail = TraceTail(path, window_s=window_s)
+    def __init__(self, path: str | Sequence[str], window_s: float = 30.0) -> None:
+        self.patterns = [path] if isinstance(path, str) else list(path)
+        self.window_s = window_s
+        self.tail = TraceTail(newest(self.patterns) or self.patterns[0], window_s=window_s)
         self._last: TrainingStatus | None = None
 
     def poll(self) -> TrainingStatus | None:
-        if not self.tail.exists:
-            return TrainingStatus(note=f"waiting for {self.tail.path} to appear")
+        current = newest(self.patterns)
+        if current is None:
+            return TrainingStatus(note=f"waiting for {' '.join(self.patterns)} to appear")
+        if current != self.tail.path:  # a newer run started
+            self.tail = TraceTail(current, window_s=self.window_s)
+            self._last = None
         new = self.tail.poll()
         if not new and self._last is not None:
             return self._last
         tl = self.tail.timeline()
         if tl is None:
-            return TrainingStatus(note="waiting for the trace header")
+            return TrainingStatus(note=f"waiting for the trace header of {current}")
         steps = self.tail.recent_steps(10.0)
         status = TrainingStatus()
         if len(steps) >= 2:
@@ -52,6 +80,10 @@ class TraceFollower:
             status.note = "profiler window not reached yet: " + d.reason
         if self.tail.closed:
             status.note = "run ended; " + status.note
+        if self.tail.bad_lines:
+            status.note += f"; {self.tail.bad_lines} malformed line(s) skipped"
+        if len(self.patterns) > 1 or glob.has_magic(self.patterns[0]):
+            status.note += f"; following {os.path.basename(current)}"
         self._last = status
         return status
 

@@ -46,6 +46,7 @@ from rich.text import Text
 from gpudiag.record.host import HostSnapshot
 from gpudiag.record.nvml import GpuSnapshot, NvmlSession
 from gpudiag.record.samplers import SamplerSet, gpu_sampler, host_sampler
+from gpudiag.show.safe import clean, safe_text
 
 __all__ = [
     "LiveState",
@@ -91,8 +92,9 @@ class TrainingPanelSource(Protocol):
     def close(self) -> None: ...
 
 
-def open_training_source(path: str) -> TrainingPanelSource:
-    """``--follow TRACE``: the object that tails the trace at ``path``."""
+def open_training_source(path: str | Sequence[str]) -> TrainingPanelSource:
+    """``--follow TRACE``: the object that tails the trace at ``path`` (or the newest of
+    several paths or glob patterns)."""
     from gpudiag.show.follow import TraceFollower
 
     return TraceFollower(path)
@@ -581,8 +583,12 @@ def render(state: LiveState, width: int, height: int | None = None) -> Renderabl
 
     Detail drops until the frame fits: process rows and the time legend go first, then
     per-core bars become a one-character-per-core strip, then each GPU shrinks to one line.
+    Narrower than ``MIN_WIDTH``: a plain list of figures, verdict first (``plain_frame``).
+    Text from outside (host and process names, notes, paths) is shown with control
+    characters made visible.
     """
-    width = max(40, width)
+    if width < MIN_WIDTH:
+        return Group(*plain_frame(state))
     header = Text.assemble(
         ("gpudiag live", "bold"),
         f"  {state.hostname}  {time.strftime('%H:%M:%S')}  every {state.interval:g} s",
@@ -598,11 +604,47 @@ def render(state: LiveState, width: int, height: int | None = None) -> Renderabl
         lines = _frame(state, width, detail)
         if budget is None or len(lines) <= budget:
             break
-    frame = [header, *lines, *footer]
+    frame = [safe_text(t) for t in (header, *lines, *footer)]
     for t in frame:
         t.no_wrap = True
         t.overflow = "crop"
     return Group(*frame)
+
+
+MIN_WIDTH = 40
+
+
+def plain_frame(state: LiveState) -> Lines:
+    """The frame as short lines that wrap anywhere, for terminals too narrow for panels:
+    the verdict first, so it is always visible."""
+    out: Lines = []
+    s = state.training
+    if s is not None and s.verdict:
+        conf = "" if s.confidence is None else f" ({s.confidence:.2f})"
+        out.append(Text(f"verdict {s.verdict}{conf}", style="bold"))
+    if s is not None:
+        out.append(Text(f"steps/s {_dash(s.steps_per_s, '{:.2f}')}"))
+        out.append(Text(f"step {_dash(s.step_time_ms, '{:.0f} ms')}"))
+        out.append(Text(f"input wait {_share(s.input_share)}"))
+        out.append(Text(f"sync {_share(s.sync_share)}"))
+        if s.note:
+            out.append(Text(clean(s.note), style="dim"))
+    elif state.follow is not None:
+        out.append(Text(clean(f"waiting for {state.follow}"), style="dim"))
+    for g in state.gpus:
+        frac = _mem_frac(g)
+        out.append(Text(clean(f"{g.source} util {_pct(g.util)} "
+                              f"mem {_pct(None if frac is None else 100 * frac)}")))
+    if not state.gpus:
+        out.append(Text(clean(f"GPU: {state.gpu_reason or 'waiting'}"), style="dim"))
+    h = state.host
+    if h is not None:
+        out.append(Text(f"cpu {_pct(h.cpu_total)} mem {_pct(h.mem_used_pct)}"))
+    out.append(Text(clean(f"gpudiag live {state.hostname} {time.strftime('%H:%M:%S')}"),
+                    style="dim"))
+    for t in out:
+        t.overflow = "fold"
+    return out
 
 
 # ---- the loop -----------------------------------------------------------------------------
@@ -688,20 +730,20 @@ def _poll(source: TrainingPanelSource | None, state: LiveState) -> None:
 def run_live(
     interval: float = 1.0,
     once: bool = False,
-    follow: str | None = None,
+    follow: str | Sequence[str] | None = None,
     console: Console | None = None,
     nvml_lib: Any = None,
     *,
     duration: float | None = None,
     training_source: TrainingPanelSource | None = None,
 ) -> int:
-    """``gpudiag live``. Returns the exit status (0). ``once``: print one frame and return.
-    ``duration``: stop after that many seconds (benchmarks). ``training_source`` overrides
-    ``open_training_source(follow)``."""
+    """``gpudiag live``. Returns the exit status (0; 130 on Ctrl-C). ``once``: print one
+    frame and return. ``duration``: stop after that many seconds (benchmarks).
+    ``training_source`` overrides ``open_training_source(follow)``."""
     console = console or Console()
     interval = max(0.1, float(interval))
     state = LiveState(interval=interval)
-    state.follow = follow
+    state.follow = follow if follow is None or isinstance(follow, str) else " ".join(follow)
     source = training_source or (open_training_source(follow) if follow else None)
     try:
         with _samplers_for(state, interval, nvml_lib) as sset:
@@ -711,7 +753,7 @@ def run_live(
                     s.sample_once()
                 _poll(source, state)
                 state.errors = sset.errors
-                console.print(render(state, console.width, None))
+                _print_frame(console, state)
                 return 0
             if not console.is_terminal:  # piped or logged: plain lines, one per interval
                 return _plain_loop(console, state, sset, source, interval, duration)
@@ -761,7 +803,7 @@ def _loop(
                 if "q" in keys.wait(wait).lower():
                     break
     except KeyboardInterrupt:
-        pass
+        return 130  # like any command interrupted by Ctrl-C (128 + SIGINT)
     return 0
 
 
@@ -789,7 +831,7 @@ def plain_line(state: LiveState, why: bool = False) -> str:
         verdict = "" if not t.verdict else f", {t.verdict}"
         conf = "" if t.confidence is None or not t.verdict else f" ({t.confidence:.2f})"
         parts.append(f"training {rate}{step}{inp}{sync}{verdict}{conf}")
-    return "  |  ".join(parts)
+    return clean("  |  ".join(parts))
 
 
 def _plain_loop(
@@ -819,5 +861,14 @@ def _plain_loop(
             console.file.flush()
             next_t = max(next_t + interval, time.monotonic())
     except KeyboardInterrupt:
-        pass
+        return 130
     return 0
+
+
+def _print_frame(console: Console, state: LiveState) -> None:
+    """One frame to stdout; too narrow (or a width of 0) for panels: the plain lines, each
+    printed whole so that nothing, the verdict least of all, is cropped away."""
+    if console.width < MIN_WIDTH:
+        console.file.write("".join(line.plain + "\n" for line in plain_frame(state)))
+    else:
+        console.print(render(state, console.width, None))

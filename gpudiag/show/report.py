@@ -18,6 +18,7 @@ from rich.text import Text
 
 from gpudiag.analyze.breakdown import CATEGORIES
 from gpudiag.analyze.diagnosis import Diagnosis
+from gpudiag.show.safe import clean, text
 from gpudiag.show.units import evidence_item, gain_text
 
 COLOURS = {
@@ -105,7 +106,7 @@ def render_report(d: Diagnosis, width: int = 100) -> RenderableType:
     head = Text()
     head.append(f" {d.verdict.upper()} ", style=VERDICT_STYLE[d.verdict])
     head.append(f"  confidence {d.confidence:.2f}  ", style="bold")
-    head.append(d.reason)
+    head.append(clean(d.reason))
     parts: list[RenderableType] = [head, Text("")]
     if d.verdict != "inconclusive" or any(d.breakdown.values()):
         parts += [Text("Step time", style="bold"),
@@ -126,9 +127,9 @@ def render_report(d: Diagnosis, width: int = 100) -> RenderableType:
         t.add_column("finding")
         t.add_column("what was measured", overflow="fold")
         for f in d.findings:
-            t.add_row(Text(f.severity, style=SEVERITY_STYLE.get(f.severity, "")),
-                      Text(f"{f.id}\n", style="bold").append(f.title, style=""),
-                      _evidence_text(f.evidence))
+            t.add_row(text(f.severity, style=SEVERITY_STYLE.get(f.severity, "")),
+                      text(f.id, style="bold").append("\n" + clean(f.title), style=""),
+                      text(_evidence_text(f.evidence)))
         parts += [Text(""), t]
     if d.suggestions:
         t = Table(title="Top fixes", title_justify="left", title_style="bold", show_edge=False,
@@ -138,8 +139,8 @@ def render_report(d: Diagnosis, width: int = 100) -> RenderableType:
         for s in d.suggestions[:5]:
             gain = gain_text(s.expected_gain, s.expected_gain_range, "\n")
             t.add_row(Text(gain, style="bold green"),
-                      Text(s.title, style="bold").append(f"\n{s.detail}\n", style="")
-                      .append(f"basis: {s.basis}", style="bright_black"))
+                      text(s.title, style="bold").append(f"\n{clean(s.detail)}\n", style="")
+                      .append(clean(f"basis: {s.basis}"), style="bright_black"))
         parts += [Text(""), t]
     if d.devices:
         t = Table(title="Devices", title_justify="left", title_style="bold", show_edge=False,
@@ -148,8 +149,9 @@ def render_report(d: Diagnosis, width: int = 100) -> RenderableType:
                     "longest gap", "gaps at step edge"):
             t.add_column(col, justify="left" if col in ("rank", "device") else "right")
         for r in d.devices[:32]:
-            t.add_row(r.rank, r.device, f"{100 * r.busy:.0f}%", f"{100 * r.compute:.0f}%",
-                      f"{100 * r.sync:.0f}%", f"{100 * r.transfer:.0f}%", str(r.gaps),
+            t.add_row(text(r.rank), text(r.device), f"{100 * r.busy:.0f}%",
+                      f"{100 * r.compute:.0f}%", f"{100 * r.sync:.0f}%",
+                      f"{100 * r.transfer:.0f}%", str(r.gaps),
                       f"{r.longest_gap_ms:.1f} ms", f"{100 * r.gap_boundary_share:.0f}%")
         parts += [Text(""), t]
     if len(d.ranks) > 1:
@@ -159,15 +161,29 @@ def render_report(d: Diagnosis, width: int = 100) -> RenderableType:
         cols = ["rank", "verdict", "steps", "step"] + (["work", "waits"] if waits else [])
         for col in [*cols, "input", "compute", "sync", "other"]:
             t.add_column(col, justify="left" if col in ("rank", "verdict") else "right")
-        for r in d.ranks[:64]:
-            b = r.breakdown
-            timing = [f"{r.work_ms or 0:.1f} ms", f"{r.wait_ms or 0:.1f} ms"] if waits else []
-            t.add_row(r.label, r.verdict, str(r.steps), f"{r.step_ms:.1f} ms", *timing,
+        for rk in d.ranks[:64]:
+            b = rk.breakdown
+            timing = [f"{rk.work_ms or 0:.1f} ms", f"{rk.wait_ms or 0:.1f} ms"] if waits else []
+            t.add_row(text(rk.label), text(rk.verdict), str(rk.steps), f"{rk.step_ms:.1f} ms",
+                      *timing,
                       f"{100 * b['input']:.0f}%", f"{100 * b['compute']:.0f}%",
                       f"{100 * b['sync']:.0f}%", f"{100 * b['other']:.0f}%")
         parts += [Text(""), t]
     if d.limitations:
         parts += [Text(""), Text("Not measured / caveats", style="bold")]
-        parts += [Text(f"• {lim}", style="bright_black") for lim in d.limitations]
-    title = "gpudiag — " + (", ".join(d.sources) if d.sources else d.producer)
+        parts += [text(f"• {lim}", style="bright_black") for lim in d.limitations]
+    title = text("gpudiag — " + (", ".join(d.sources) if d.sources else d.producer))
     return Panel(Group(*parts), title=title, title_align="left", border_style="blue")
+
+
+def plain_report(d: Diagnosis) -> list[Text]:
+    """The report as short lines without boxes or bars, for terminals too narrow for panels
+    (or of unknown width): verdict first, then shares, findings, fixes and caveats."""
+    out = [text(f"{d.verdict.upper()} (confidence {d.confidence:.2f})", style="bold"),
+           text(d.reason)]
+    if d.verdict != "inconclusive" or any(d.breakdown.values()):
+        out += [Text(f"{LABELS[c]} {100 * d.breakdown.get(c, 0):.0f}%") for c in CATEGORIES]
+    out += [text(f"finding {f.id} ({f.severity}): {f.title}") for f in d.findings]
+    out += [text(f"fix: {s.title}") for s in d.suggestions[:4]]
+    out += [text(f"caveat: {lim}", style="bright_black") for lim in d.limitations]
+    return out

@@ -1,34 +1,186 @@
-"""Chrome Trace Event JSON: parse once, validate shape, index process and thread names.
+"""Chrome Trace Event JSON: stream it, validate shape, index process and thread names.
 
 Both Kineto and TensorFlow's trace viewer write this container; what the events *mean* is
-left to ``kineto.py`` and ``tfprof.py``.
+left to ``kineto.py`` and ``tfprof.py``. Files are streamed with ijson (never read whole):
+``doc.events`` re-reads the file each time it is iterated, one event in memory at a time.
 
-    doc = parse_chrome(raw, path)
-    doc.events            # list of event dicts
-    doc.process_names     # {pid: "GPU 0"}
+    doc = open_chrome(path)        # top-level keys, then one pass for the M (name) events
+    for ev in doc.events: ...      # each event a dict, with finite numeric ts/dur
+    doc.process_names              # {pid: "GPU 0"}
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import math
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from itertools import islice
 from typing import Any
 
 from gpudiag.trace.errors import TraceError
+from gpudiag.trace.source import open_stream
 
 try:
     import orjson
 except ImportError:  # pragma: no cover - orjson is a dependency, but stay usable without it
     orjson = None  # type: ignore[assignment]
 
+MAX_TOP_EVENTS = 100_000  # parser events kept per top-level value (deviceProperties...)
+
 
 @dataclass
 class ChromeDoc:
-    events: list[dict[str, Any]]
+    events: Iterable[dict[str, Any]]  # a list, or an EventStream (re-iterable)
     top: dict[str, Any] = field(default_factory=dict)  # keys beside traceEvents
     process_names: dict[Any, str] = field(default_factory=dict)
     process_labels: dict[Any, str] = field(default_factory=dict)
     thread_names: dict[tuple[Any, Any], str] = field(default_factory=dict)
+
+
+def check_event(ev: Any, path: str) -> dict[str, Any]:
+    """An event must be an object whose ``ts`` and ``dur`` (when present) are finite numbers:
+    an infinite kernel would make any run "compute-bound", NaN poisons every sum."""
+    if not isinstance(ev, dict):
+        raise TraceError(path, f"trace event is a {type(ev).__name__}, expected an object")
+    for key in ("ts", "dur"):
+        v = ev.get(key)
+        if v is None or (type(v) is float and math.isfinite(v)) or type(v) is int:
+            continue
+        try:
+            ok = not isinstance(v, bool) and math.isfinite(float(v))
+        except (TypeError, ValueError, OverflowError):
+            ok = False
+        if not ok:
+            name = str(ev.get("name"))[:40]
+            raise TraceError(
+                path,
+                f"malformed event {name!r}: {key} is {str(v)[:20]!r}, expected a finite number",
+            )
+    return ev
+
+
+class EventStream:
+    """The events of a Chrome trace file, streamed anew on each iteration (bounded memory:
+    ijson builds one event at a time; ``open_stream`` bounds nesting, strings and gzip)."""
+
+    def __init__(self, path: str, prefix: str) -> None:
+        self.path = path
+        self.prefix = prefix
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        import ijson
+
+        with open_stream(self.path, json_guard=True) as f, json_errors(self.path):
+            for ev in ijson.items(f, self.prefix, use_float=True):
+                yield check_event(ev, self.path)
+
+
+@contextlib.contextmanager
+def json_errors(path: str) -> Iterator[None]:
+    """ijson's errors as one-line TraceErrors."""
+    import ijson
+
+    try:
+        yield
+    except ijson.IncompleteJSONError as e:
+        what = _first_line(e)
+        if "premature EOF" in what or not what:
+            raise TraceError(path, "truncated JSON (ends mid-document)") from None
+        raise TraceError(path, f"invalid JSON ({what})") from None
+    except ijson.JSONError as e:
+        raise TraceError(path, f"invalid JSON ({_first_line(e) or 'parse error'})") from None
+    except UnicodeDecodeError:
+        raise TraceError(path, "not UTF-8 text") from None
+
+
+def _first_line(e: Exception) -> str:
+    """yajl's message without the input excerpt it quotes on the following lines."""
+    msg = e.args[0] if e.args else ""
+    if isinstance(msg, bytes):
+        msg = msg.decode("utf-8", "replace")
+    return str(msg).strip().split("\n")[0][:80]
+
+
+def open_chrome(path: str, index: bool = True) -> ChromeDoc:
+    """A streamed ChromeDoc: top-level keys read now, events on demand. ``index``: one pass
+    now over the events to collect process/thread names (TF traces need them)."""
+    top, prefix = _top_level(path)
+    doc = ChromeDoc(events=EventStream(path, prefix), top=top)
+    if prefix == "item":  # a bare JSON array: must look like trace events
+        first = list(islice(_raw_items(path), 50))
+        if not first or not all(isinstance(e, dict) and "ph" in e for e in first):
+            raise TraceError(path, _describe_json(first))
+    if index:
+        index_names(doc)
+    return doc
+
+
+def _raw_items(path: str) -> Iterator[Any]:
+    import ijson
+
+    with open_stream(path, json_guard=True) as f, json_errors(path):
+        yield from ijson.items(f, "item", use_float=True)
+
+
+def _top_level(path: str) -> tuple[dict[str, Any], str]:
+    """Keys of the top-level object written before ``traceEvents`` (Kineto and TF write
+    their run facts first), and the ijson prefix of the event list."""
+    import ijson
+    from ijson.common import ObjectBuilder
+
+    with open_stream(path, json_guard=True) as f, json_errors(path):
+        parser = ijson.parse(f, use_float=True)
+        _, event, _ = next(parser)
+        if event == "start_array":
+            return {}, "item"
+        top: dict[str, Any] = {}
+        key: str | None = None
+        builder = ObjectBuilder()
+        count = 0
+        for prefix, event, value in parser:
+            if prefix == "" and event in ("map_key", "end_map"):
+                if key is not None and count <= MAX_TOP_EVENTS:
+                    top[key] = builder.value
+                if event == "end_map":
+                    break
+                if value == "traceEvents":
+                    _, first, _ = next(parser)
+                    if first != "start_array":
+                        what = {
+                            "start_map": "an object",
+                            "string": "a string",
+                            "null": "null",
+                            "boolean": "a boolean",
+                        }.get(first, "a number")
+                        raise TraceError(
+                            path, f"'traceEvents' is {what}, expected a list of events"
+                        )
+                    return top, "traceEvents.item"
+                key, builder, count = value, ObjectBuilder(), 0
+                continue
+            count += 1
+            if count <= MAX_TOP_EVENTS:
+                builder.event(event, value)
+    raise TraceError(path, _describe_json(top))
+
+
+def index_names(doc: ChromeDoc) -> None:
+    """Collect process and thread names from the metadata (``ph: M``) events."""
+    for ev in doc.events:
+        if ev.get("ph") != "M":
+            continue
+        args = ev.get("args")
+        if not isinstance(args, dict):
+            continue
+        name = ev.get("name")
+        if name == "process_name":
+            doc.process_names[ev.get("pid")] = str(args.get("name", ""))
+        elif name == "process_labels":
+            doc.process_labels[ev.get("pid")] = str(args.get("labels", ""))
+        elif name == "thread_name":
+            doc.thread_names[(ev.get("pid"), ev.get("tid"))] = str(args.get("name", ""))
 
 
 def _describe_json(doc: Any) -> str:
@@ -42,11 +194,7 @@ def _describe_json(doc: Any) -> str:
     return f"JSON {type(doc).__name__}, not a trace"
 
 
-def parse_chrome(raw: bytes, path: str) -> ChromeDoc:
-    return chrome_doc(decode_json(raw, path), path)
-
-
-def loads(raw: bytes) -> Any:
+def loads(raw: bytes | str) -> Any:
     """JSON decode with orjson (about twice as fast on large traces), stdlib as fallback."""
     if orjson is not None:
         try:
@@ -56,26 +204,8 @@ def loads(raw: bytes) -> Any:
     return json.loads(raw)
 
 
-def decode_json(raw: bytes, path: str) -> Any:
-    try:
-        doc = loads(raw)
-    except UnicodeDecodeError:
-        raise TraceError(path, "not UTF-8 text") from None
-    except json.JSONDecodeError as e:
-        # cut off: the parser ran out of input, or a string runs to the end of the file
-        end = len(raw.rstrip())
-        at_end = e.pos >= end - 1 or (
-            e.msg.startswith("Unterminated string") and b'"' not in raw[e.pos + 1:end]
-        )
-        what = "truncated JSON (ends mid-document)" if at_end else f"invalid JSON ({e.msg})"
-        raise TraceError(path, f"{what} at line {e.lineno}") from None
-    except RecursionError:
-        raise TraceError(path, "JSON nested too deeply") from None
-    return doc
-
-
 def chrome_doc(doc: Any, path: str) -> ChromeDoc:
-    """Validate a decoded Chrome trace and index its process and thread names."""
+    """Validate an already decoded Chrome trace (xprof's output) and index its names."""
     if isinstance(doc, dict) and "traceEvents" in doc:
         events = doc["traceEvents"]
         top = {k: v for k, v in doc.items() if k != "traceEvents"}
@@ -85,22 +215,10 @@ def chrome_doc(doc: Any, path: str) -> ChromeDoc:
         raise TraceError(path, _describe_json(doc))
     if not isinstance(events, list):
         raise TraceError(path, f"'traceEvents' is a {type(events).__name__}, expected a list")
-    out = ChromeDoc(events=events, top=top)
     for ev in events:
-        if not isinstance(ev, dict):
-            raise TraceError(path, f"trace event is a {type(ev).__name__}, expected an object")
-        if ev.get("ph") != "M":
-            continue
-        args = ev.get("args")
-        if not isinstance(args, dict):
-            continue
-        name = ev.get("name")
-        if name == "process_name":
-            out.process_names[ev.get("pid")] = str(args.get("name", ""))
-        elif name == "process_labels":
-            out.process_labels[ev.get("pid")] = str(args.get("labels", ""))
-        elif name == "thread_name":
-            out.thread_names[(ev.get("pid"), ev.get("tid"))] = str(args.get("name", ""))
+        check_event(ev, path)
+    out = ChromeDoc(events=events, top=top)
+    index_names(out)
     return out
 
 

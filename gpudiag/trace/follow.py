@@ -16,6 +16,8 @@ import os
 from collections import deque
 from typing import Any
 
+from gpudiag.trace.chrome import check_event
+from gpudiag.trace.errors import TraceError
 from gpudiag.trace.gpudiag_format import (
     CAT_DEVICE,
     CAT_FINDING,
@@ -25,15 +27,18 @@ from gpudiag.trace.gpudiag_format import (
     CAT_STEP,
     CAT_STEP_GROUP,
     CAT_WINDOW,
+    MAX_LINE,
     META_EVENT,
     META_UPDATE,
     fill_timeline,
     metadata_from,
     parse_line,
+    validate_event,
 )
 from gpudiag.trace.timeline import Timeline
 
 MAX_PROFILE_EVENTS = 500_000
+MAX_READ = 64 << 20  # bytes read per poll: a burst is taken over several frames
 KEEP_WINDOWS = 3
 
 
@@ -56,9 +61,10 @@ class TraceTail:
         self.windows: deque[list[dict[str, Any]]] = deque(maxlen=KEEP_WINDOWS)
         self.latest_us = 0.0
         self.closed = False  # the closing bracket was seen: the run ended
-        self.bad_lines = 0
+        self.bad_lines = 0  # malformed or wrongly typed lines, skipped
         self._offset = 0
         self._partial = b""
+        self._overlong = False  # inside a line longer than MAX_LINE: skip to its newline
         self._inode: int | None = None
 
     @property
@@ -76,30 +82,42 @@ class TraceTail:
         self._inode = st.st_ino
         if st.st_size <= self._offset:
             return False
-        with open(self.path, "rb") as f:
-            f.seek(self._offset)
-            chunk = f.read(st.st_size - self._offset)
+        try:
+            with open(self.path, "rb") as f:
+                f.seek(self._offset)
+                chunk = f.read(min(st.st_size - self._offset, MAX_READ))
+        except OSError:
+            return False
         self._offset += len(chunk)
-        data = self._partial + chunk
-        lines = data.split(b"\n")
+        lines = (self._partial + chunk).split(b"\n")
         self._partial = lines.pop()  # incomplete until its newline arrives
+        if self._overlong and lines:
+            lines.pop(0)  # the rest of an overlong line
+            self._overlong = False
+        if len(self._partial) > MAX_LINE:  # a flood without newlines: drop, count once
+            self._partial = b""
+            if not self._overlong:
+                self.bad_lines += 1
+            self._overlong = True
         if self._partial.strip() == b"]":
             lines.append(self._partial)
             self._partial = b""
         new = False
         for raw in lines:
-            text = raw.decode("utf-8", "replace")
-            if text.strip() == "]":
+            if raw.strip() == b"]":
                 self.closed = True
                 continue
             try:
-                ev = parse_line(text)
-            except ValueError:
-                self.bad_lines += 1
+                ev = parse_line(raw)
+                if ev is None:
+                    continue
+                check_event(ev, self.path)
+                validate_event(ev)
+            except (ValueError, TypeError, KeyError, OverflowError, TraceError):
+                self.bad_lines += 1  # one bad line must not freeze the panel
                 continue
-            if ev is not None:
-                self._keep(ev)
-                new = True
+            self._keep(ev)
+            new = True
         self._prune()
         return new
 

@@ -5,19 +5,27 @@ and a closing ``]``. Perfetto and chrome://tracing open it (the array format all
 closing bracket to be missing), and a file cut off mid-write (training killed) still reads up
 to its last complete line.
 
-    timelines = read_gpudiag(raw_bytes, "run.gpudiag.json")
+    timelines = read_gpudiag("run.gpudiag.json")
+
+The file is streamed line by line (a line may be at most ``MAX_LINE`` bytes; orjson bounds
+nesting), so memory holds the Timeline being built, not the file.
 """
 
 from __future__ import annotations
 
+import io
 import json
+import math
+import re
 from array import array
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import numpy as np
 
-from gpudiag.trace.chrome import loads
+from gpudiag.trace.chrome import check_event, loads
 from gpudiag.trace.errors import TraceError
+from gpudiag.trace.source import ByteReader, open_stream
 from gpudiag.trace.timeline import Kind, Metadata, RecordedFinding, StepBuckets, Timeline
 
 FORMAT_NAME = "gpudiag-trace"
@@ -34,73 +42,134 @@ CAT_SPAN = "gpudiag.span"  # name: "epoch" | "evaluation"
 CAT_STEP_GROUP = "gpudiag.steps"  # steps outside windows, aggregated
 HOST_PID = 1
 DEVICE_PID_BASE = 100
+MAX_LINE = 16 << 20  # the writer's lines are < 4 KiB; a longer one is not an event
+_NON_BLANK = re.compile(rb"\S")
 
 
-def parse_line(line: str) -> dict[str, Any] | None:
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def parse_line(line: str | bytes) -> dict[str, Any] | None:
     """One line of a gpudiag stream as an event; None for brackets and blank lines.
-    Raises ValueError for a line that is not a complete event."""
+    Raises ValueError for a line that is not a complete event (NaN/Infinity included)."""
     s = line.strip()
-    if s in ("", "[", "]"):
+    if s in ("", "[", "]", b"", b"[", b"]"):
         return None
-    if s.startswith(","):
+    if s[:1] in (",", b","):
         s = s[1:]
-    if s.endswith("]"):
+    if s[-1:] in ("]", b"]"):
         s = s[:-1]
-    ev = loads(s)
+    try:
+        ev = loads(s) if not isinstance(s, bytes) else _loads_bytes(s)
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
     if not isinstance(ev, dict):
         raise ValueError("not a trace event object")
     return ev
 
 
-def parse_stream(raw: bytes, path: str) -> tuple[list[dict[str, Any]], bool]:
-    """Events of a gpudiag stream and whether its tail was cut off.
-
-    Fast path: the whole file is valid JSON. A truncated file is re-read up to its last
-    complete line; a bad line before the last one is corruption, not truncation.
-    """
+def _loads_bytes(s: bytes) -> Any:
     try:
-        events = loads(raw)
-        if isinstance(events, list):
-            return events, False
-    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
+        import orjson
+
+        return orjson.loads(s)
+    except ImportError:  # pragma: no cover
         pass
-    text = raw.decode("utf-8", errors="replace")
-    lines = text.split("\n")
-    events = []
-    truncated = False
-    for lineno, line in enumerate(lines, 1):
-        try:
-            ev = parse_line(line)
-        except ValueError:  # JSONDecodeError included
-            if all(not rest.strip() for rest in lines[lineno:]):
-                truncated = True  # the last line was being written when the run died
-                break
-            raise TraceError(path, f"corrupt gpudiag trace at line {lineno}") from None
-        if ev is not None:
-            events.append(ev)
-    return events, truncated
+    except ValueError:
+        pass  # a lone surrogate escape orjson refuses; NaN / Infinity stay refused below
+    return json.loads(s, parse_constant=_reject_constant)
 
 
-def read_gpudiag(raw: bytes, path: str) -> list[Timeline]:
-    events, truncated = parse_stream(raw, path)
-    if not events or events[0].get("name") != META_EVENT:
+def iter_lines(f: ByteReader, path: str) -> Iterator[tuple[int, bytes]]:
+    """(line number, line) of the non-blank lines; blank chunks are skipped at C speed and a
+    line longer than ``MAX_LINE`` is a TraceError, so memory stays bounded."""
+    buf = b""
+    lineno = 0
+    while True:
+        chunk = f.read(1 << 20)
+        if not chunk:
+            break
+        if not buf and _NON_BLANK.search(chunk) is None:
+            lineno += chunk.count(b"\n")
+            continue
+        parts = (buf + chunk).split(b"\n")
+        buf = parts.pop()
+        for line in parts:
+            lineno += 1
+            if _NON_BLANK.search(line) is not None:
+                yield lineno, line
+        if len(buf) > MAX_LINE:
+            raise TraceError(
+                path,
+                f"line {lineno + 1} is longer than {MAX_LINE >> 20} MiB: not a gpudiag trace event",
+            )
+    if _NON_BLANK.search(buf) is not None:
+        yield lineno + 1, buf
+
+
+class _Events:
+    """The events of a gpudiag stream, in order; ``truncated`` is set when the last line was
+    cut off (the run was killed mid-write). A bad line before the last is corruption."""
+
+    def __init__(self, lines: Iterable[tuple[int, bytes]], path: str) -> None:
+        self._lines = lines
+        self.path = path
+        self.truncated = False
+        self.closed = False  # the last line holds the closing bracket: the run ended
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        bad: int | None = None
+        last = b""
+        for lineno, line in self._lines:
+            last = line
+            if bad is not None:
+                raise TraceError(self.path, f"corrupt gpudiag trace at line {bad}")
+            try:
+                ev = parse_line(line)
+            except ValueError:
+                bad = lineno
+                continue
+            if ev is not None:
+                yield check_event(ev, self.path)
+        self.truncated = bad is not None
+        self.closed = bad is None and last.rstrip().endswith(b"]")
+
+
+def read_gpudiag(src: str | bytes, path: str | None = None) -> list[Timeline]:
+    """The Timeline of a gpudiag trace file (``src`` a path), or of its bytes held in memory
+    (``src`` bytes, ``path`` naming where they were meant to go)."""
+    if isinstance(src, bytes):
+        return _read_stream(io.BytesIO(src), path or "<memory>")
+    with open_stream(src) as f:
+        return _read_stream(f, src)
+
+
+def _read_stream(f: ByteReader, path: str) -> list[Timeline]:
+    events = _Events(iter_lines(f, path), path)
+    it = iter(events)
+    header_ev = next(it, None)
+    if header_ev is None or header_ev.get("name") != META_EVENT:
         raise TraceError(path, "not a gpudiag trace (no gpudiag.metadata header)")
-    header = events[0].get("args") or {}
-    if header.get("format") != FORMAT_NAME:
+    header = header_ev.get("args")
+    if not isinstance(header, dict) or header.get("format") != FORMAT_NAME:
         raise TraceError(path, "gpudiag.metadata header names another format")
-    if int(header.get("version", 0)) > FORMAT_VERSION:
-        raise TraceError(
-            path, f"trace format version {header.get('version')} is newer than this gpudiag"
-        )
-    tl = Timeline(meta=metadata_from(header, path))
-    if truncated:
-        tl.meta.limitations.append(
-            "trace file ends mid-event (the run was killed); read up to its last complete event"
-        )
+    version = header.get("version", 0)
+    if not isinstance(version, int | float) or not math.isfinite(version):
+        bad = str(version)[:20]
+        raise TraceError(path, f"gpudiag.metadata has a malformed version {bad!r}")
+    if version > FORMAT_VERSION:
+        raise TraceError(path, f"trace format version {version} is newer than this gpudiag")
     try:
-        fill_timeline(tl, events[1:])
-    except (KeyError, TypeError, ValueError) as e:
+        tl = Timeline(meta=metadata_from(header, path))
+        fill_timeline(tl, it)
+    except (KeyError, TypeError, ValueError, OverflowError) as e:
         raise TraceError(path, f"malformed gpudiag event ({type(e).__name__}: {e})") from None
+    if events.truncated or not events.closed:
+        tl.meta.limitations.append(
+            "trace cut short: the run was killed or is still running (no closing bracket); "
+            "read up to its last complete event"
+        )
     return [tl.freeze()]
 
 
@@ -136,7 +205,53 @@ def _update_meta(meta: Metadata, args: dict[str, Any]) -> None:
             setattr(meta, key, str(value))
 
 
-def fill_timeline(tl: Timeline, events: list[dict[str, Any]]) -> None:
+def _num(v: Any) -> float:
+    """A finite JSON number; anything else (a string "high", NaN, a bool) is a ValueError."""
+    if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
+        raise ValueError(f"expected a finite number, got {str(v)[:20]!r}")
+    return float(v)
+
+
+def validate_event(ev: dict[str, Any]) -> None:
+    """Raise ValueError/TypeError/KeyError if ``fill_timeline`` could not take ``ev``: lets a
+    follower drop one bad line instead of failing on it at every later frame."""
+    ph = ev.get("ph")
+    args = ev.get("args")
+    if args is not None and not isinstance(args, dict):
+        raise TypeError("args is not an object")
+    args = args or {}
+    if ph in ("X", "C"):
+        _num(ev["ts"])
+    if ph == "X":
+        _num(ev.get("dur", 0.0))
+        cat = str(ev.get("cat", ""))
+        if cat == CAT_STEP:
+            int(args.get("step", 0))
+            call = args.get("call")
+            if isinstance(call, list) and len(call) == 2:
+                _num(call[0]), _num(call[1])
+            int(args.get("batches", 1))
+        elif cat == CAT_STEP_GROUP:
+            int(args["batches"])
+            for key in ("busy", "p50", "p90", "max"):
+                _num(args[key])
+        elif cat.startswith(CAT_DEVICE):
+            Kind(cat[len(CAT_DEVICE) :])
+            str(args["device"])
+            int(args.get("n", 1))
+    elif ph == "C":
+        str(ev["name"])
+        for value in args.values():
+            if value is not None:
+                _num(value)
+    elif ph in ("i", "I", "M") and ev.get("cat") == CAT_FINDING:
+        str(ev["name"])
+        dict(args.get("evidence") or {})
+    elif ph in ("i", "I", "M") and ev.get("name") == META_UPDATE:
+        _update_meta(Metadata(producer="check"), args)
+
+
+def fill_timeline(tl: Timeline, events: Iterable[dict[str, Any]]) -> None:
     """Add gpudiag events (everything after the header) to ``tl``."""
     b = TimelineBuilder()
     for ev in events:
@@ -185,19 +300,19 @@ class TimelineBuilder:
         ph = ev.get("ph")
         cat = ev.get("cat", "")
         if ph == "X":
-            ts = float(ev["ts"])
-            end = ts + float(ev.get("dur", 0.0))
+            ts = _num(ev["ts"])
+            end = ts + _num(ev.get("dur", 0.0))
             args = ev.get("args") or {}
             if cat == CAT_STEP:
                 call = args.get("call")  # [start, duration] of the train-function call
                 self.add_step(int(args.get("step", len(self.step_idx))), ts, end,
                               bool(args.get("profiled", False)),
-                              (float(call[0]), float(call[0]) + float(call[1]))
+                              (_num(call[0]), _num(call[0]) + _num(call[1]))
                               if isinstance(call, list) and len(call) == 2 else None,
                               max(1, int(args.get("batches", 1))))
             elif cat == CAT_STEP_GROUP:
-                self.groups.append((ts, end, int(args["batches"]), float(args["busy"]),
-                                    float(args["p50"]), float(args["p90"]), float(args["max"])))
+                self.groups.append((ts, end, int(args["batches"]), _num(args["busy"]),
+                                    _num(args["p50"]), _num(args["p90"]), _num(args["max"])))
             elif cat == CAT_SPAN:
                 self.spans.setdefault(str(ev.get("name")), []).append((ts, end))
             elif cat == CAT_WINDOW:
@@ -215,14 +330,14 @@ class TimelineBuilder:
                 self.in_e.append(end)
                 self.in_n.append(str(ev.get("name", "input")))
         elif ph == "C":
-            ts = float(ev["ts"])
+            ts = _num(ev["ts"])
             for source, value in (ev.get("args") or {}).items():
                 if value is None:
                     continue
                 series = self.counters.setdefault((str(ev["name"]), str(source)),
                                                   (array("d"), array("d")))
                 series[0].append(ts)
-                series[1].append(float(value))
+                series[1].append(_num(value))
         elif ph in ("i", "I", "M"):
             args = ev.get("args") or {}
             if cat == CAT_FINDING:

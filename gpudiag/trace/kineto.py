@@ -4,20 +4,20 @@ Kineto writes GPU activity as ``X`` events with ``cat`` kernel / gpu_memcpy / gp
 releases: Kernel / Memcpy / Memset) whose pid is the device index; steps as ``ProfilerStep#N``
 annotations on the CPU; DataLoader waits as ``enumerate(DataLoader)#...__next__``.
 
-    timelines = read_kineto(parse_chrome(raw, path), path)
+    timelines = read_kineto(open_chrome(path, index=False), path)
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from itertools import islice
 from typing import Any
 
 from gpudiag.trace.chrome import ChromeDoc, loads
 from gpudiag.trace.comm import Comm, classify
 from gpudiag.trace.errors import TraceError
 from gpudiag.trace.facts import RunFacts, host_call_kind
-from gpudiag.trace.source import gzip_errors, open_stream
 from gpudiag.trace.steps_infer import ensure_steps, is_marker
 from gpudiag.trace.timeline import Kind, Metadata, Timeline
 
@@ -45,7 +45,7 @@ GRAPH_LAUNCHES = frozenset({"cudaGraphLaunch", "hipGraphLaunch", "cuGraphLaunch"
 def looks_like_kineto(doc: ChromeDoc) -> bool:
     if any(k in doc.top for k in TOP_KEYS):
         return True
-    for ev in doc.events[:5000]:
+    for ev in islice(doc.events, 5000):
         name = ev.get("name")
         if ev.get("cat") in KINETO_CATS or ev.get("pid") in (LEGACY_CPU_PID, LEGACY_CUDA_PID):
             return True
@@ -71,27 +71,11 @@ def kineto_head(head: bytes) -> dict[str, Any] | None:
     prefix = head[:idx].rstrip().rstrip(b",") + b"}"
     try:
         top = loads(prefix)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     if not isinstance(top, dict) or not any(k in top for k in TOP_KEYS):
         return None
     return top
-
-
-def stream_kineto(path: str, top: dict[str, Any]) -> list[Timeline]:
-    """Read a (large) Kineto trace event by event: memory holds only what is kept."""
-    import ijson
-
-    with open_stream(path) as f, gzip_errors(path):
-        try:
-            return read_kineto_events(ijson.items(f, "traceEvents.item", use_float=True), top, path)
-        except ijson.IncompleteJSONError as e:
-            what = str(e).splitlines()[0] if str(e) else ""
-            if "premature EOF" in what or not what:
-                raise TraceError(path, "truncated JSON (ends mid-document)") from None
-            raise TraceError(path, f"invalid JSON ({what.strip()})") from None
-        except ijson.JSONError as e:
-            raise TraceError(path, f"invalid JSON ({str(e).splitlines()[0]})") from None
 
 
 def read_kineto(doc: ChromeDoc, path: str) -> list[Timeline]:

@@ -3,18 +3,19 @@
     from gpudiag.trace.load import load_timelines
     timelines = load_timelines(["rank0.json.gz", "rank1.json.gz"])
 
-Every problem with a file surfaces as ``TraceError`` (path + one-line problem).
+Every problem with a file surfaces as ``TraceError`` (path + one-line problem). Every reader
+streams its file (see ``source.py`` for the bounds on size, nesting and strings).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from gpudiag.trace.chrome import parse_chrome
+from gpudiag.trace.chrome import index_names, open_chrome
 from gpudiag.trace.errors import TraceError
 from gpudiag.trace.gpudiag_format import read_gpudiag
-from gpudiag.trace.kineto import kineto_head, looks_like_kineto, read_kineto, stream_kineto
-from gpudiag.trace.source import peek_source, read_source, sniff
+from gpudiag.trace.kineto import TOP_KEYS, looks_like_kineto, read_kineto
+from gpudiag.trace.source import is_gzip, peek_source, sniff
 from gpudiag.trace.tfprof import looks_like_tf, read_tf_trace
 from gpudiag.trace.timeline import Timeline
 
@@ -22,25 +23,23 @@ from gpudiag.trace.timeline import Timeline
 def load_file(path: str) -> list[Timeline]:
     """All Timelines in one file (usually one; a multi-worker xplane may hold several)."""
     head = peek_source(path)
-    if sniff(head) == "json-object":
-        top = kineto_head(head)
-        if top is not None:  # PyTorch traces are the large ones: stream them
-            return stream_kineto(path, top)
-    raw = read_source(path)
-    kind = sniff(raw)
+    kind = sniff(head)
     if kind == "gpudiag":
-        return read_gpudiag(raw, path)
+        return read_gpudiag(path)
     if kind == "binary":
         from gpudiag.trace.xplane import read_xplane
 
-        if raw[:2] == b"\x1f\x8b" or _gzipped(path):
+        if is_gzip(path):
             raise TraceError(path, "gzip holds binary data that is not a trace")
         return read_xplane(path)
     if kind == "text":
         from gpudiag.trace.xplane import text_problem
 
-        raise TraceError(path, text_problem(raw))
-    doc = parse_chrome(raw, path)
+        raise TraceError(path, text_problem(head))
+    doc = open_chrome(path, index=False)
+    if any(k in doc.top for k in TOP_KEYS):  # Kineto: no names needed, one pass
+        return read_kineto(doc, path)
+    index_names(doc)
     if looks_like_tf(doc):
         return read_tf_trace(doc, path)
     if looks_like_kineto(doc):
@@ -50,11 +49,6 @@ def load_file(path: str) -> list[Timeline]:
         "JSON trace from an unknown producer (expected gpudiag, PyTorch/Kineto or "
         "TensorFlow trace-viewer events)",
     )
-
-
-def _gzipped(path: str) -> bool:
-    with open(path, "rb") as f:
-        return f.read(2) == b"\x1f\x8b"
 
 
 def load_timelines(

@@ -6,7 +6,8 @@
 Grouping reads only each file's head: gpudiag traces carry ``run_id`` and ``rank`` in their
 header (gpudiag/record/ranks.py), Kineto traces a ``distributedInfo`` rank. Files with the same
 run id are one run; the same rank twice under one id (a cluster reused for a second run) splits
-the group by start time. Files without a run id form one group, as before.
+the group by start time. Files without a run id form one group unless two of them claim the
+same rank (two single-process runs): then each is a run of its own.
 
 Each rank is read where it is parsed (a pool worker, a Dask worker) and only its *summary*
 comes back: steps, the profiled window's device activity (merged per device and kind),
@@ -106,7 +107,10 @@ def group_runs(paths: Sequence[str]) -> list[list[RankFile]]:
     runs: list[list[RankFile]] = []
     for run_id, files in groups.items():
         if run_id is None:
-            runs.append(files)
+            # without run ids, files claiming one rank twice (two single-process runs both
+            # claim none) cannot be the ranks of one run: each is a run of its own
+            ranks = [f.rank for f in files]
+            runs.extend([files] if len(set(ranks)) == len(ranks) else [[f] for f in files])
             continue
         # one id, a rank seen twice: two runs on the same cluster; split them by start time
         files = sorted(files, key=lambda f: (f.started_us or 0.0, f.path))

@@ -2,28 +2,59 @@
 
 ``.gz`` is recognised by its magic bytes; JSON flavours (gpudiag's own stream, Kineto, TF
 trace-viewer) by their first bytes; anything else is offered to xprof as an XSpace protobuf.
-Large files need not be read whole: ``peek_source`` gives the decompressed head and
-``open_stream`` a decompressing file object for streaming parsers.
+Files are never read whole: ``peek_source`` gives the decompressed head and ``open_stream`` a
+decompressing, guarded file object for streaming parsers.
 
     head = peek_source("run.pt.trace.json.gz")   # first MiB, gunzipped
     kind = sniff(head)                            # "gpudiag" | "json-object" | "binary" | ...
+    with open_stream(path) as f:                  # reads raise TraceError past the bounds
+        for chunk in iter(lambda: f.read(1 << 16), b""): ...
+
+Bounds (whatever the input, so a hostile file costs bounded memory and work):
+- a gzip file may expand at most ``gzip_ratio()`` times its size (default 100, at least
+  64 MiB): a decompression bomb stops early. Override: ``gpudiag analyze --max-gzip-ratio``
+  or ``GPUDIAG_MAX_GZIP_RATIO``.
+- JSON may nest at most ``MAX_DEPTH`` levels and a string may be at most ``MAX_STRING``
+  bytes long (``JsonGuard``, applied by ``open_stream(json_guard=True)``): the streaming
+  parser then never builds an object larger than that.
 """
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import gzip
 import os
 import re
 import zlib
 from collections.abc import Iterator
-from typing import BinaryIO
+from typing import Protocol
+
+import numpy as np
 
 from gpudiag.trace.errors import TraceError
 
 GZIP_MAGIC = b"\x1f\x8b"
 HEAD_BYTES = 1 << 20
+DEFAULT_GZIP_RATIO = 100.0  # real traces expand 10-40x (sample_traces: 20-30x)
+MIN_GZIP_LIMIT = 64 << 20  # small gzip files may always expand this far
+MAX_DEPTH = 64  # trace events nest 3-5 levels (event > args > list > ...)
+MAX_STRING = 16 << 20  # longest JSON string (op names, long_name: < 10 KiB in practice)
+RATIO_ENV = "GPUDIAG_MAX_GZIP_RATIO"
 _NON_BLANK = re.compile(rb"\S")
+_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)  # a complete JSON string
+_NOT_BRACKET = bytes(set(range(256)) - set(b"[]{}"))
+_OPEN = np.zeros(256, dtype=np.int64)
+_OPEN[[ord("["), ord("{")]] = 1
+_OPEN[[ord("]"), ord("}")]] = -1
+
+def gzip_ratio() -> float:
+    """The limit from ``GPUDIAG_MAX_GZIP_RATIO`` (``--max-gzip-ratio`` sets it, so that rank
+    files read in worker processes see it too), else the default."""
+    try:
+        return float(os.environ.get(RATIO_ENV, DEFAULT_GZIP_RATIO))
+    except ValueError:
+        return DEFAULT_GZIP_RATIO
 
 
 def _check_path(path: str) -> None:
@@ -33,6 +64,8 @@ def _check_path(path: str) -> None:
         raise TraceError(
             path, "is a directory; pass the trace file itself (e.g. the .xplane.pb inside it)"
         )
+    if not os.path.isfile(path):
+        raise TraceError(path, "not a regular file (a FIFO, socket or device cannot be analyzed)")
 
 
 def _blank(data: bytes) -> bool:
@@ -45,17 +78,102 @@ def is_gzip(path: str) -> bool:
         return f.read(2) == GZIP_MAGIC
 
 
+class ByteReader(Protocol):
+    def read(self, n: int = -1, /) -> bytes: ...
+
+    def close(self) -> None: ...
+
+
+class BoundedReader:
+    """A read-only stream that raises TraceError once more than ``limit`` bytes came out."""
+
+    def __init__(self, inner: ByteReader, path: str, limit: int | None, guard: JsonGuard | None):
+        self._inner = inner
+        self._path = path
+        self._limit = limit
+        self._guard = guard
+        self.consumed = 0
+
+    def read(self, n: int = -1) -> bytes:
+        if n is None or n < 0:
+            n = 1 << 20  # never the whole file at once
+        data = self._inner.read(n)
+        self.consumed += len(data)
+        if self._limit is not None and self.consumed > self._limit:
+            mib = self._limit / (1 << 20)
+            raise TraceError(
+                self._path,
+                f"gzip expands beyond {mib:.0f} MiB ({gzip_ratio():g}x its size): a "
+                f"decompression bomb? Raise the limit with --max-gzip-ratio or {RATIO_ENV}",
+            )
+        if self._guard is not None and data:
+            self._guard.feed(data)
+        return data
+
+    def close(self) -> None:
+        self._inner.close()
+
+
+class JsonGuard:
+    """Tracks JSON nesting depth and string length across chunks, at C speed (a regex drops
+    complete strings, numpy sums the brackets left), and raises TraceError past the bounds.
+
+    It does not parse: the streaming parser (ijson) reads the same bytes and reports syntax
+    errors. It only keeps that parser from building something unbounded."""
+
+    def __init__(self, path: str, max_depth: int = MAX_DEPTH, max_string: int = MAX_STRING):
+        self.path = path
+        self.max_depth = max_depth
+        self.max_string = max_string
+        self.depth = 0
+        self._in_string = b""  # b'"' or b'"\\' while a string runs past a chunk end
+        self._string_len = 0
+
+    def feed(self, chunk: bytes) -> None:
+        buf = self._in_string + chunk
+        rest = _STRING.sub(b"", buf)
+        q = rest.find(b'"')
+        if q >= 0:  # a string is still open at the end of this chunk
+            self._string_len += len(chunk) if self._in_string else len(buf) - buf.rfind(b'"')
+            if self._string_len > self.max_string:
+                raise TraceError(
+                    self.path, f"a JSON string longer than {self.max_string >> 20} MiB"
+                )
+            trailing = len(buf) - len(buf.rstrip(b"\\"))
+            self._in_string = b'"\\' if trailing % 2 else b'"'
+            rest = rest[:q]
+        else:
+            self._in_string = b""
+            self._string_len = 0
+        brackets = rest.translate(None, _NOT_BRACKET)
+        if not brackets:
+            return
+        steps = _OPEN[np.frombuffer(brackets, dtype=np.uint8)]
+        levels = np.cumsum(steps) + self.depth
+        if int(levels.max()) > self.max_depth:
+            raise TraceError(self.path, f"JSON nested deeper than {self.max_depth} levels")
+        self.depth = int(levels[-1])
+
+
 @contextlib.contextmanager
-def open_stream(path: str) -> Iterator[BinaryIO]:
-    """The file's decompressed bytes as a stream. Decompression errors surface while it is
-    read; ``gzip_errors`` turns them into TraceErrors."""
+def open_stream(path: str, json_guard: bool = False) -> Iterator[BoundedReader]:
+    """The file's decompressed bytes as a bounded stream (see the module docstring).
+    Decompression errors surface as TraceErrors while it is read."""
     _check_path(path)
     try:
-        stream: BinaryIO = gzip.open(path, "rb") if is_gzip(path) else open(path, "rb")  # noqa: SIM115
+        gz = is_gzip(path)
+        stream: ByteReader = gzip.GzipFile(path, "rb") if gz else open(path, "rb")  # noqa: SIM115
+        size = os.path.getsize(path)
     except OSError as e:
         raise TraceError(path, f"cannot read: {e.strerror or e}") from None
-    with stream:
-        yield stream
+    limit = max(int(gzip_ratio() * size), MIN_GZIP_LIMIT) if gz else None
+    guard = JsonGuard(path) if json_guard else None
+    bounded = BoundedReader(stream, path, limit, guard)
+    try:
+        with gzip_errors(path):
+            yield bounded
+    finally:
+        bounded.close()
 
 
 @contextlib.contextmanager
@@ -66,39 +184,29 @@ def gzip_errors(path: str) -> Iterator[None]:
         raise TraceError(path, "truncated gzip (the file ends mid-stream)") from None
     except (gzip.BadGzipFile, zlib.error) as e:
         raise TraceError(path, f"corrupt gzip data ({e})") from None
+    except OSError as e:
+        raise TraceError(path, f"cannot read: {e.strerror or e}") from None
 
 
 def peek_source(path: str, n: int = HEAD_BYTES) -> bytes:
-    """The first ``n`` decompressed bytes; TraceError for missing, empty or unreadable files."""
+    """The first ``n`` decompressed bytes from the first non-blank one; TraceError for
+    missing, empty, blank or unreadable files. Leading blank space is skipped chunk by chunk
+    (a file of a billion empty lines is read at disk speed, within the gzip bound)."""
     _check_path(path)
     if os.path.getsize(path) == 0:
         raise TraceError(path, "file is empty")
-    with open_stream(path) as f, gzip_errors(path):
+    with open_stream(path) as f:
         head = f.read(n)
-    if _blank(head):
-        raise TraceError(path, "file is empty" if not is_gzip(path) else "gzip holds an empty file")
+        while head and _blank(head):
+            head = f.read(n)
+        if head:
+            head = head.lstrip() + f.read(n - len(head.lstrip()))
+    if not head:
+        raise TraceError(
+            path,
+            "file is empty (blank space only)" if not is_gzip(path) else "gzip holds an empty file",
+        )
     return head
-
-
-def read_source(path: str) -> bytes:
-    """Whole file, decompressed if gzip. Raises TraceError for every unusable file."""
-    _check_path(path)
-    try:
-        with open(path, "rb") as f:
-            raw = f.read()
-    except OSError as e:
-        raise TraceError(path, f"cannot read: {e.strerror or e}") from None
-    if _blank(raw):
-        raise TraceError(path, "file is empty")
-    if raw[:2] == GZIP_MAGIC:
-        with gzip_errors(path):
-            try:
-                raw = gzip.decompress(raw)
-            except OSError as e:
-                raise TraceError(path, f"corrupt gzip data ({e})") from None
-        if _blank(raw):
-            raise TraceError(path, "gzip holds an empty file")
-    return raw
 
 
 def sniff(raw: bytes) -> str:
@@ -108,8 +216,8 @@ def sniff(raw: bytes) -> str:
         return "gpudiag" if b'"gpudiag.metadata"' in head else "json-array"
     if head[:1] == b"{":
         return "json-object"
-    try:
-        head.decode("utf-8")
+    try:  # incremental: a character cut at the end of the head is not an error
+        codecs.getincrementaldecoder("utf-8")().decode(head, final=False)
     except UnicodeDecodeError:
         return "binary"
     return "text"

@@ -8,7 +8,7 @@ The same events come from ``*.trace.json.gz`` files and from ``.xplane.pb`` conv
 On a CPU-only profile the ``tf_Compute`` threads *are* the device: their busy time is the
 compute, ``CollectiveReduceV2`` the sync and ``IteratorGetNext…`` the input wait.
 
-    timelines = read_tf_trace(parse_chrome(raw, path), path, producer="xplane")
+    timelines = read_tf_trace(open_chrome(path), path)
 """
 
 from __future__ import annotations
