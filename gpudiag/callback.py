@@ -332,14 +332,14 @@ class DiagnoseCallback(keras.callbacks.Callback):
             info, time.strftime("%Y%m%d-%H%M%S"))
         try:
             return claim_path(template, info.rank)
-        except OSError:  # read-only or vanished place: the writer keeps the trace in memory
+        except OSError:  # read-only or vanished place: the writer says so, the summary goes on
             return os.path.abspath(template.replace("{rank}", str(info.rank or 0)))
 
     def _disk_problem(self, why: str) -> None:
         if not self._warned_disk:
             self._warned_disk = True
             self._say(f"gpudiag: cannot write the trace to {self.trace_path} ({why}); "
-                      "training goes on, the rest of the trace is kept in memory for the report")
+                      "training goes on and the report is built from what was recorded in memory")
 
     def _make_samplers(self, writer: TraceWriter) -> SamplerSet:
         """The samplers of this run (one seam: the overhead benchmark turns parts off)."""
@@ -567,7 +567,7 @@ class DiagnoseCallback(keras.callbacks.Callback):
                 if abnormal:
                     self._writer.update_meta(limitations=[
                         "training stopped early (exception or interrupt): partial run"])
-                self._writer.close(keep_open=True)
+                self._writer.close()
                 self.diagnosis = self._diagnose()
                 self._share()
                 self.overhead["end_s"] = time.perf_counter() - t0
@@ -580,8 +580,6 @@ class DiagnoseCallback(keras.callbacks.Callback):
             self._say(f"gpudiag: could not finish the diagnosis ({type(e).__name__}: {e})")
         finally:
             self._teardown()
-            if self._writer is not None:
-                self._writer.release()
 
     def _diagnose(self) -> Any:
         """From the writer's running summary: the same as ``gpudiag analyze`` of the file,

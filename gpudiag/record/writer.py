@@ -14,9 +14,10 @@ Every event written is also gathered in a ``TimelineBuilder`` (``summary()``): t
 the end of a run is built from it without reading the trace back, and it is the same as
 ``gpudiag analyze`` of the file (same events, same builder).
 
-Training never breaks because of the trace: when the disk fills up, the directory is
-read-only or vanishes, the writer says so once (``on_error``) and keeps the rest of the run in
-memory (bounded), so ``contents()`` still returns the whole trace for the report.
+Training never breaks because of the trace: when the disk fills up or the directory is
+read-only, the writer says so once (``on_error``), stops writing and counts what it could not
+write (``dropped``); the running summary, and so the report, still has every event. (A
+directory that vanishes mid-run keeps taking writes: the open file lives until closed.)
 
     path = claim_path("traces/run-{rank}.json", rank=0)   # never overwrites an existing file
     with TraceWriter(path, Metadata(producer="gpudiag")) as w:
@@ -66,9 +67,6 @@ SPARSE_COUNTERS = ("gil_",)  # one sample per GIL burst: never aggregated
 MAX_WINDOW_EVENTS = 5_000
 BRIDGE_US = 100.0
 
-# Once the disk refuses writes the rest of the run is kept in memory up to this many bytes
-# (~half a million step events); past it events are counted and dropped, never raised.
-MEMORY_LIMIT_BYTES = 64 << 20
 WRITE_CHUNK = 1 << 16  # pending bytes that trigger a write even before flush_every
 
 
@@ -113,10 +111,7 @@ class TraceWriter:
         self._device_pids: dict[str, int] = {}
         self._pending: list[bytes] = []  # lines not yet written
         self._pending_bytes = 0
-        self._durable = 0  # bytes of the file known to be written
-        self._memory: list[bytes] = []  # lines kept after the disk failed
-        self._memory_bytes = 0
-        self.dropped = 0  # events lost past MEMORY_LIMIT_BYTES after a disk failure
+        self.dropped = 0  # events the disk did not take (the summary still has them)
         self.failed: str | None = None  # why the disk stopped taking the trace
         self.events = 0
         self.closed = False
@@ -129,8 +124,7 @@ class TraceWriter:
         self._aggs: dict[tuple[str, str], list[float]] = {}  # (name, source) -> [t0, n, Σts, Σv]
         try:
             os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-            # read back through this descriptor if the directory vanishes before the end
-            self._fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+            self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         except OSError as e:
             self._fail(e)
         header = {k: v for k, v in meta.__dict__.items() if k != "source"}
@@ -176,9 +170,6 @@ class TraceWriter:
         if self.failed is None:
             self._pending.append(data)
             self._pending_bytes += len(data)
-        elif self._memory_bytes + len(data) <= MEMORY_LIMIT_BYTES:
-            self._memory.append(data)
-            self._memory_bytes += len(data)
         else:
             self.dropped += 1
 
@@ -191,22 +182,17 @@ class TraceWriter:
         view = memoryview(data)
         try:
             while view:
-                n = os.write(self._fd, view)
-                self._durable += n
-                view = view[n:]
+                view = view[os.write(self._fd, view):]
         except OSError as e:
             self._fail(e)
-            self._memory.append(bytes(view))  # the part the disk did not take
-            self._memory_bytes += len(view)
 
     def _fail(self, e: OSError) -> None:
-        """Stop writing to disk, keep the rest in memory, say so once."""
+        """Stop writing to disk (the running summary goes on), say so once."""
         if self.failed is not None:
             return
         self.failed = f"{e.strerror or type(e).__name__}" + (
             f" (errno {e.errno})" if e.errno else "")
-        self._memory.extend(self._pending)
-        self._memory_bytes += self._pending_bytes
+        self.dropped += len(self._pending)
         self._pending, self._pending_bytes = [], 0
         if self.on_error is not None:
             # a reporting problem must not become a training problem
@@ -218,48 +204,21 @@ class TraceWriter:
             if not self.closed:
                 self._flush_locked()
 
-    def close(self, keep_open: bool = False) -> None:
-        """Finish the trace. ``keep_open`` keeps the descriptor for ``contents()`` (the
-        callback reads the trace back through it); ``release()`` closes it then."""
+    def close(self) -> None:
         self._flush_group()
         self._flush_aggs(force=True)
         with self._lock:
             if self.closed:
                 return
-            if self.failed is None:
-                self._add(b"]\n")
-            else:  # past the memory limit too: the array still closes
-                self._memory.append(b"]\n")
+            self._add(b"]\n")
             self._flush_locked()
             self.closed = True
-        if not keep_open:
-            self.release(keep_memory=True)
-
-    def contents(self) -> bytes:
-        """The whole trace as written so far: the bytes on disk, then those kept in memory
-        after a disk failure. Read through the open descriptor when there is one, so a trace
-        whose directory vanished mid-run is still whole."""
-        with self._lock:
-            if self._fd is not None:
-                disk = os.pread(self._fd, self._durable, 0)
-            elif self._durable:
-                with open(self.path, "rb") as f:
-                    disk = f.read(self._durable)
-            else:
-                disk = b""
-            return disk + b"".join(self._memory)
-
-    def release(self, keep_memory: bool = False) -> None:
-        """Close the descriptor (and drop what was kept in memory unless asked not to)."""
-        with self._lock:
             if self._fd is not None:
                 try:
                     os.close(self._fd)
                 except OSError as e:
                     self._fail(e)
                 self._fd = None
-            if not keep_memory:
-                self._memory, self._memory_bytes = [], 0
 
     def __enter__(self) -> TraceWriter:
         return self
