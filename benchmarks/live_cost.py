@@ -44,7 +44,7 @@ def main() -> int:
     ap.add_argument(
         "--recorder",
         action="store_true",
-        help="also measure SamplerSet.default (NVML + psutil + GIL probe)",
+        help="also measure the training-side samplers as DiagnoseCallback runs them",
     )
     args = ap.parse_args()
 
@@ -68,12 +68,15 @@ def main() -> int:
         lib2 = ReplayNvml.from_file(FIXTURE, realtime=True) if args.nvml == "replay" else None
 
         def record() -> None:
-            with SamplerSet.default(lambda *s: samples.append(s), nvml_lib=lib2):
+            # as DiagnoseCallback configures them: GIL probe in bursts
+            with SamplerSet.default(lambda *s: samples.append(s), nvml_lib=lib2,
+                                    host_interval=0.5, gil_bursts=(0.5, 10.0)):
                 time.sleep(args.seconds)
 
         pct2, wall2 = measure(record, args.seconds)
         print(
-            f"recorder samplers (NVML 0.5 s, psutil 1 s, GIL probe 5 ms), {wall2:.1f} s: "
+            f"recorder samplers (NVML 0.5 s, psutil 0.5 s, GIL probe 0.5 s bursts every 10 s), "
+            f"{wall2:.1f} s: "
             f"{pct2:.2f} % of one core in the training process, {len(samples)} samples"
         )
     return 0
