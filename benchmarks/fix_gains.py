@@ -129,7 +129,7 @@ def build(scenario: str, v: dict[str, Any]) -> tuple[Any, Any, int, dict[str, An
     workers, mp = v.get("workers"), v.get("mp", False)
     if scenario in ("gil_map", "io_map"):
         work = py_work if scenario == "gil_map" else _sleep_work
-        x, y = _arrays(4096, 64)
+        x, y = _arrays(16384, 64)
         if workers:
             return _dense(64, jit, spe), _pydataset(x, y, batch, workers, mp, work), batch, {}
 
@@ -167,7 +167,7 @@ def build(scenario: str, v: dict[str, Any]) -> tuple[Any, Any, int, dict[str, An
         jit = jit or scenario == "already_on"
         return _light_conv((64, 64, 3), jit), ds, batch, {}
     if scenario == "generator":
-        x, y = _arrays(4096, 64)
+        x, y = _arrays(16384, 64)
         if workers:
             return _dense(64, jit, spe), _pydataset(x, y, batch, workers, mp, py_work), batch, {}
 
@@ -182,7 +182,7 @@ def build(scenario: str, v: dict[str, Any]) -> tuple[Any, Any, int, dict[str, An
 
         return _dense(64, jit, spe), gen(), batch, {}
     if scenario == "pydataset":
-        x, y = _arrays(4096, 64)
+        x, y = _arrays(16384, 64)
         return (_dense(64, jit, spe),
                 _pydataset(x, y, batch, workers or 1, mp, py_work), batch, {})
     if scenario in ("small_batch", "cached"):
@@ -204,8 +204,11 @@ def build(scenario: str, v: dict[str, Any]) -> tuple[Any, Any, int, dict[str, An
     raise SystemExit(f"unknown scenario {scenario}")
 
 
-STEPS = {"tiny_steps": (64, 800), "small_batch": (10, 80), "cached": (10, 40)}
-DEFAULT_STEPS = (10, 60)
+# (warm-up, timed) steps: the timed part lasts ~1.5-4 s so queue start-up and bursts of
+# worker processes average out
+STEPS = {"tiny_steps": (64, 800), "small_batch": (10, 80), "cached": (10, 40),
+         "io_map": (10, 100), "native_map": (10, 150), "already_on": (10, 150)}
+DEFAULT_STEPS = (20, 300)
 
 
 def child(scenario: str, variant: dict[str, Any], diagnose: str | None) -> dict[str, Any]:

@@ -4,6 +4,7 @@ steps per dispatch and pays that cost once."""
 
 from __future__ import annotations
 
+from gpudiag.analyze import thresholds as T
 from gpudiag.analyze.diagnosis import Finding, Suggestion
 from gpudiag.analyze.rules.base import RankEvidence, Situation, pct
 from gpudiag.analyze.rules.gain import Gain, batch_scaled
@@ -25,8 +26,10 @@ def detect(ev: RankEvidence) -> Finding | None:
         return None  # host time there is mostly Keras waiting on the Python input
     step_ms = b.step_time_us / 1000.0
     other = b.shares["other"]
-    if step_ms >= SHORT_STEP_MS or other < OVERHEAD_SHARE or b.shares["input"] >= other:
+    if step_ms >= SHORT_STEP_MS or other < OVERHEAD_SHARE:
         return None
+    if b.shares["input"] >= T.INPUT_DOMINANT:
+        return None  # a starved step waits for input: fewer dispatches do not feed it faster
     return Finding(
         ID, "moderate", f"Per-step host overhead is {pct(other)}% of {step_ms:.1f} ms steps",
         {"step_median_ms": round(step_ms, 3), "host_other_share_pct": pct(other),

@@ -87,7 +87,7 @@ def _workers_remedy(s: Situation, kind: str) -> list[Suggestion]:
     # moved out of a tf.data py_function also sheds that op's per-element call overhead
     scale = 1.0 / max(1, have) if cfg.input_kind == "pydataset" else 1.0
     if cfg.input_kind == "tf.data":
-        g = _input_gain(s, n * PROCESS_EFFICIENCY * scale, n * scale,
+        g = _input_gain(s, n * PROCESS_EFFICIENCY * scale, n * PY_FUNCTION_SHED * scale,
                         n * PY_FUNCTION_SHED * scale)
     else:
         g = _input_gain(s, n * PROCESS_EFFICIENCY * scale, n * PROCESS_EFFICIENCY * scale,
