@@ -36,12 +36,19 @@ SPEED_TARGET_MBS = 20
 
 
 def _write_until(
-    path: Path, head: str, items: Iterator[str], tail: str, size: int, sep: str = ",\n"
+    path: Path,
+    head: str,
+    items: Iterator[str],
+    tail: str,
+    size: int,
+    sep: str = ",\n",
+    head_is_item: bool = False,
 ) -> None:
+    """``head``, then items joined by ``sep`` until ``size`` bytes, then ``tail``."""
     with open(path, "w") as f:
         f.write(head)
         n = len(head)
-        first = True
+        first = not head_is_item
         for item in items:
             chunk = item if first else sep + item
             first = False
@@ -113,7 +120,9 @@ def gpudiag_trace(path: Path, size: int) -> None:
             )
             i += 1
 
-    _write_until(path, "[\n" + json.dumps(header), events(), "\n]\n", size, sep="\n,")
+    _write_until(
+        path, "[\n" + json.dumps(header), events(), "\n]\n", size, sep="\n,", head_is_item=True
+    )
 
 
 def tf_trace_viewer(path: Path, size: int) -> None:

@@ -42,8 +42,9 @@ MAX_DEPTH = 64  # trace events nest 3-5 levels (event > args > list > ...)
 MAX_STRING = 16 << 20  # longest JSON string (op names, long_name: < 10 KiB in practice)
 RATIO_ENV = "GPUDIAG_MAX_GZIP_RATIO"
 _NON_BLANK = re.compile(rb"\S")
-_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)  # a complete JSON string
-_NOT_BRACKET = bytes(set(range(256)) - set(b"[]{}"))
+_ESCAPE = re.compile(rb"\\.", re.S)  # a backslash and the character it escapes
+_STRING = re.compile(rb'"[^"]*"')  # a complete string, once escapes and text are gone
+_NOT_STRUCTURE = bytes(set(range(256)) - set(b'"[]{}'))
 _OPEN = np.zeros(256, dtype=np.int64)
 _OPEN[[ord("["), ord("{")]] = 1
 _OPEN[[ord("]"), ord("}")]] = -1
@@ -131,21 +132,25 @@ class JsonGuard:
 
     def feed(self, chunk: bytes) -> None:
         buf = self._in_string + chunk
-        rest = _STRING.sub(b"", buf)
+        if b"\\" in buf:  # escape pairs first (a backslash ending the chunk waits for the next)
+            trailing = len(buf) - len(buf.rstrip(b"\\"))
+            tail = b"\\" if trailing % 2 else b""
+            buf = _ESCAPE.sub(b"", buf[: len(buf) - len(tail)]) + tail
+        # only quotes and brackets matter: drop everything else, then the complete strings
+        rest = _STRING.sub(b"", buf.translate(None, _NOT_STRUCTURE))
         q = rest.find(b'"')
         if q >= 0:  # a string is still open at the end of this chunk
-            self._string_len += len(chunk) if self._in_string else len(buf) - buf.rfind(b'"')
+            self._string_len += len(chunk)
             if self._string_len > self.max_string:
                 raise TraceError(
                     self.path, f"a JSON string longer than {self.max_string >> 20} MiB"
                 )
-            trailing = len(buf) - len(buf.rstrip(b"\\"))
-            self._in_string = b'"\\' if trailing % 2 else b'"'
+            self._in_string = b'"\\' if buf.endswith(b"\\") else b'"'
             rest = rest[:q]
         else:
             self._in_string = b""
             self._string_len = 0
-        brackets = rest.translate(None, _NOT_BRACKET)
+        brackets = rest.replace(b'"', b"")
         if not brackets:
             return
         steps = _OPEN[np.frombuffer(brackets, dtype=np.uint8)]
