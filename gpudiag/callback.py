@@ -173,6 +173,7 @@ class DiagnoseCallback(keras.callbacks.Callback):
                 self._finish(abnormal=True)
             self._reset()
             self._running = True
+            self._run_token = getattr(self, "_run_token", 0) + 1
         try:
             self._begin()
         except Exception as e:  # gpudiag must never break training
@@ -494,15 +495,17 @@ class DiagnoseCallback(keras.callbacks.Callback):
         if frame is None:
             return
 
+        token = self._run_token  # a later fit with this callback has its own watchdog
+
         def watch() -> None:
             while True:
                 time.sleep(0.25)
                 me = ref()
-                if me is None or not me._running:
+                if me is None or not me._running or me._run_token != token:
                     return
                 if not me._fit_alive():
                     with me._lock:
-                        if me._running:
+                        if me._running and me._run_token == token:
                             me._finish(abnormal=True)
                     return
                 del me
