@@ -131,9 +131,9 @@ def test_trace_directory_vanishes_mid_run(tmp_path, capfd):
     assert cb.diagnosis is not None and cb.diagnosis.steps["count"] == STEPS
 
 
-def test_two_fits_with_one_callback_keep_both_traces(tmp_path):
+def test_two_fits_with_one_callback_keep_both_traces(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
     for explicit in (True, False):
-        os.chdir(tmp_path)
         cb = DiagnoseCallback(
             trace_path=str(tmp_path / "run.json") if explicit else None, profile=False, quiet=True
         )

@@ -373,8 +373,8 @@ def _phases(
     steady_idx = np.nonzero(phase == "steady")[0]
     if steady_idx.size >= MIN_STEPS_FOR_PHASES:
         if n_epochs >= 3 and np.isfinite(med[-1]):
-            first = 1 if any(p.kind == "cache-fill" for p in out) else 0
-            before = [m for m in med[first:-1] if np.isfinite(m)]
+            skip = 1 if any(p.kind == "cache-fill" for p in out) else 0
+            before = [m for m in med[skip:-1] if np.isfinite(m)]
             late = epochs == n_epochs - 1
             label = f"epoch {n_epochs}"
         else:
