@@ -49,10 +49,20 @@ def py_work(x: Any) -> Any:
 def _dense(inputs: int, jit: bool = False, spe: int = 1, width: int = 256) -> Any:
     import keras
 
-    m = keras.Sequential([keras.Input((inputs,)), keras.layers.Dense(width, activation="relu"),
-                          keras.layers.Dense(width, activation="relu"), keras.layers.Dense(10)])
-    m.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-              jit_compile=jit, steps_per_execution=spe)
+    m = keras.Sequential(
+        [
+            keras.Input((inputs,)),
+            keras.layers.Dense(width, activation="relu"),
+            keras.layers.Dense(width, activation="relu"),
+            keras.layers.Dense(10),
+        ]
+    )
+    m.compile(
+        "adam",
+        keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        jit_compile=jit,
+        steps_per_execution=spe,
+    )
     return m
 
 
@@ -60,31 +70,33 @@ def _light_conv(shape: tuple[int, int, int], jit: bool = False) -> Any:
     """A model light enough that augmentation is the bottleneck."""
     import keras
 
-    m = keras.Sequential([
-        keras.Input(shape),
-        keras.layers.Conv2D(8, 3, strides=4, activation="relu"),
-        keras.layers.GlobalAveragePooling2D(),
-        keras.layers.Dense(10),
-    ])
-    m.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-              jit_compile=jit)
+    m = keras.Sequential(
+        [
+            keras.Input(shape),
+            keras.layers.Conv2D(8, 3, strides=4, activation="relu"),
+            keras.layers.GlobalAveragePooling2D(),
+            keras.layers.Dense(10),
+        ]
+    )
+    m.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True), jit_compile=jit)
     return m
 
 
 def _conv(shape: tuple[int, int, int], jit: bool = False, filters: int = 32) -> Any:
     import keras
 
-    m = keras.Sequential([
-        keras.Input(shape),
-        keras.layers.Conv2D(filters, 3, padding="same", activation="relu"),
-        keras.layers.Conv2D(filters, 3, padding="same", activation="relu"),
-        keras.layers.MaxPooling2D(),
-        keras.layers.Conv2D(filters, 3, padding="same", activation="relu"),
-        keras.layers.GlobalAveragePooling2D(),
-        keras.layers.Dense(10),
-    ])
-    m.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-              jit_compile=jit)
+    m = keras.Sequential(
+        [
+            keras.Input(shape),
+            keras.layers.Conv2D(filters, 3, padding="same", activation="relu"),
+            keras.layers.Conv2D(filters, 3, padding="same", activation="relu"),
+            keras.layers.MaxPooling2D(),
+            keras.layers.Conv2D(filters, 3, padding="same", activation="relu"),
+            keras.layers.GlobalAveragePooling2D(),
+            keras.layers.Dense(10),
+        ]
+    )
+    m.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True), jit_compile=jit)
     return m
 
 
@@ -95,8 +107,9 @@ def _arrays(n: int, features: int) -> tuple[Any, Any]:
     return rng.random((n, features), dtype=np.float32), rng.integers(0, 10, n)
 
 
-def _pydataset(x: Any, y: Any, batch: int, workers: int, mp: bool, work: Callable[[Any], Any]
-               ) -> Any:
+def _pydataset(
+    x: Any, y: Any, batch: int, workers: int, mp: bool, work: Callable[[Any], Any]
+) -> Any:
     import keras
     import numpy as np
 
@@ -138,8 +151,12 @@ def build(scenario: str, v: dict[str, Any]) -> tuple[Any, Any, int, dict[str, An
             a.set_shape([64])
             return a, b
 
-        ds = tf.data.Dataset.from_tensor_slices((x, y)).repeat().map(
-            fn, num_parallel_calls=tf.data.AUTOTUNE if v.get("parallel") else None).batch(batch)
+        ds = (
+            tf.data.Dataset.from_tensor_slices((x, y))
+            .repeat()
+            .map(fn, num_parallel_calls=tf.data.AUTOTUNE if v.get("parallel") else None)
+            .batch(batch)
+        )
         if v.get("prefetch"):
             ds = ds.prefetch(tf.data.AUTOTUNE)
         return _dense(64, jit, spe), ds, batch, {}
@@ -160,8 +177,12 @@ def build(scenario: str, v: dict[str, Any]) -> tuple[Any, Any, int, dict[str, An
             return a, b
 
         parallel = v.get("parallel") or scenario == "already_on"
-        ds = tf.data.Dataset.from_tensor_slices((imgs, labels)).repeat().map(
-            aug, num_parallel_calls=tf.data.AUTOTUNE if parallel else None).batch(batch)
+        ds = (
+            tf.data.Dataset.from_tensor_slices((imgs, labels))
+            .repeat()
+            .map(aug, num_parallel_calls=tf.data.AUTOTUNE if parallel else None)
+            .batch(batch)
+        )
         if v.get("prefetch") or scenario == "already_on":
             ds = ds.prefetch(tf.data.AUTOTUNE)
         jit = jit or scenario == "already_on"
@@ -183,8 +204,7 @@ def build(scenario: str, v: dict[str, Any]) -> tuple[Any, Any, int, dict[str, An
         return _dense(64, jit, spe), gen(), batch, {}
     if scenario == "pydataset":
         x, y = _arrays(16384, 64)
-        return (_dense(64, jit, spe),
-                _pydataset(x, y, batch, workers or 1, mp, py_work), batch, {})
+        return (_dense(64, jit, spe), _pydataset(x, y, batch, workers or 1, mp, py_work), batch, {})
     if scenario in ("small_batch", "cached"):
         import numpy as np
 
@@ -193,21 +213,37 @@ def build(scenario: str, v: dict[str, Any]) -> tuple[Any, Any, int, dict[str, An
         rng = np.random.default_rng(0)
         x = rng.random((1024, 32, 32, 3), dtype=np.float32)
         y = rng.integers(0, 10, 1024)
-        ds = tf.data.Dataset.from_tensor_slices((x, y)).batch(batch).cache().repeat().prefetch(
-            tf.data.AUTOTUNE)
+        ds = (
+            tf.data.Dataset.from_tensor_slices((x, y))
+            .batch(batch)
+            .cache()
+            .repeat()
+            .prefetch(tf.data.AUTOTUNE)
+        )
         return _conv((32, 32, 3), jit), ds, batch, {}
     if scenario == "tiny_steps":
         x, y = _arrays(8192, 16)
-        ds = tf.data.Dataset.from_tensor_slices((x, y)).batch(16).cache().repeat().prefetch(
-            tf.data.AUTOTUNE)
+        ds = (
+            tf.data.Dataset.from_tensor_slices((x, y))
+            .batch(16)
+            .cache()
+            .repeat()
+            .prefetch(tf.data.AUTOTUNE)
+        )
         return _dense(16, jit, spe, width=16), ds, 16, {}
     raise SystemExit(f"unknown scenario {scenario}")
 
 
 # (warm-up, timed) steps: the timed part lasts ~1.5-4 s so queue start-up and bursts of
 # worker processes average out
-STEPS = {"tiny_steps": (64, 800), "small_batch": (10, 80), "cached": (10, 40),
-         "io_map": (10, 100), "native_map": (10, 150), "already_on": (10, 150)}
+STEPS = {
+    "tiny_steps": (64, 800),
+    "small_batch": (10, 80),
+    "cached": (10, 40),
+    "io_map": (10, 100),
+    "native_map": (10, 150),
+    "already_on": (10, 150),
+}
 DEFAULT_STEPS = (20, 300)
 
 
@@ -287,8 +323,9 @@ class Row:
     note: str = ""
 
 
-def run_child(scenario: str, variant: dict[str, Any], diagnose: str | None = None,
-              timeout: float = 300) -> dict[str, Any]:
+def run_child(
+    scenario: str, variant: dict[str, Any], diagnose: str | None = None, timeout: float = 300
+) -> dict[str, Any]:
     env = {k: v for k, v in os.environ.items() if k != "TF_ENABLE_ONEDNN_OPTS"}
     env["TF_CPP_MIN_LOG_LEVEL"] = "3"
     env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
@@ -299,8 +336,10 @@ def run_child(scenario: str, variant: dict[str, Any], diagnose: str | None = Non
     for line in reversed(r.stdout.splitlines()):
         if line.startswith("RESULT "):
             return dict(json.loads(line[7:]))
-    raise RuntimeError(f"{scenario} {variant}: no result (rc {r.returncode}): "
-                       f"{r.stderr.strip().splitlines()[-1:] if r.stderr else ''}")
+    raise RuntimeError(
+        f"{scenario} {variant}: no result (rc {r.returncode}): "
+        f"{r.stderr.strip().splitlines()[-1:] if r.stderr else ''}"
+    )
 
 
 def clean_run(scenario: str, variant: dict[str, Any], max_others: float) -> tuple[float, str]:
@@ -377,8 +416,12 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("scenarios", nargs="*", help="default: all")
     ap.add_argument("--reps", type=int, default=3)
-    ap.add_argument("--max-others", type=float, default=15.0,
-                    help="discard a run when other processes used more than this %% of the CPU")
+    ap.add_argument(
+        "--max-others",
+        type=float,
+        default=15.0,
+        help="discard a run when other processes used more than this %% of the CPU",
+    )
     ap.add_argument("--list", action="store_true")
     ap.add_argument("--child", nargs=2, metavar=("SCENARIO", "VARIANT"))
     ap.add_argument("--diagnose")
@@ -396,19 +439,25 @@ def main() -> int:
         if n not in SCENARIOS:
             print(f"fix_gains: unknown scenario {n!r} (--list)", file=sys.stderr)
             return 2
-    print(f"{'scenario':12s} {'verdict':14s} {'remedy':44s} {'predicted':>18s} "
-          f"{'measured':>9s}  result")
+    print(
+        f"{'scenario':12s} {'verdict':14s} {'remedy':44s} {'predicted':>18s} "
+        f"{'measured':>9s}  result"
+    )
     t0 = time.time()
     for n in names:
         rows, diag = measure(n, args.reps, args.max_others)
         for row in rows:
             pred = f"{row.predicted:.2f} ({row.low:.2f}-{row.high:.2f})"
             meas = f"{row.measured:.2f}" if row.measured else "-"
-            print(f"{n:12s} {diag['verdict']:14s} {row.remedy[:44]:44s} {pred:>18s} "
-                  f"{meas:>9s}  {verdict_of(row)}"
-                  + (f"  [{row.note}]" if row.note else ""), flush=True)
-            print(f"{'':12s}   before {_fmt(row.before)} samples/s; after {_fmt(row.after)}",
-                  flush=True)
+            print(
+                f"{n:12s} {diag['verdict']:14s} {row.remedy[:44]:44s} {pred:>18s} "
+                f"{meas:>9s}  {verdict_of(row)}" + (f"  [{row.note}]" if row.note else ""),
+                flush=True,
+            )
+            print(
+                f"{'':12s}   before {_fmt(row.before)} samples/s; after {_fmt(row.after)}",
+                flush=True,
+            )
     print(f"({time.time() - t0:.0f} s; {args.reps} interleaved repetitions, median)")
     return 0
 

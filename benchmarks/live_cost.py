@@ -69,8 +69,12 @@ def main() -> int:
 
         def record() -> None:
             # as DiagnoseCallback configures them: GIL probe in bursts
-            with SamplerSet.default(lambda *s: samples.append(s), nvml_lib=lib2,
-                                    host_interval=0.5, gil_bursts=(0.5, 10.0)):
+            with SamplerSet.default(
+                lambda *s: samples.append(s),
+                nvml_lib=lib2,
+                host_interval=0.5,
+                gil_bursts=(0.5, 10.0),
+            ):
                 time.sleep(args.seconds)
 
         pct2, wall2 = measure(record, args.seconds)

@@ -190,9 +190,18 @@ class DiagnoseCallback(keras.callbacks.Callback):
         if self._step == 1:  # the first step traced and compiled: probe the GIL from here on
             self._gil_burst()
         sch = self._schedule
-        if sch is not None and self._window is None and sch.due(
-                self._step, self._epoch, self._epoch_step, self._in_epoch_start,
-                time.monotonic(), self._t0):
+        if (
+            sch is not None
+            and self._window is None
+            and sch.due(
+                self._step,
+                self._epoch,
+                self._epoch_step,
+                self._in_epoch_start,
+                time.monotonic(),
+                self._t0,
+            )
+        ):
             self._open_window()
         w = self._window
         if w is not None:
@@ -206,8 +215,12 @@ class DiagnoseCallback(keras.callbacks.Callback):
     def _open_window(self) -> None:
         assert self._schedule is not None
         self._schedule.open(self._step, self._epoch, time.monotonic())
-        w = ProfilerWindow(self._backend, first_step=self._step, steps=self.profile_steps,
-                           keep_dir=self.profile_dir)
+        w = ProfilerWindow(
+            self._backend,
+            first_step=self._step,
+            steps=self.profile_steps,
+            keep_dir=self.profile_dir,
+        )
         if self._writer is not None:
             self._writer.detail(True)  # full resolution while the window is open
         self._window = w
@@ -230,8 +243,14 @@ class DiagnoseCallback(keras.callbacks.Callback):
         w = self._window
         in_window = w is not None and w.active
         call = self._calls.take() if self._calls is not None else None
-        self._writer.step(step, self._begin_us, end, profiled=in_window, call=call,
-                          batches=max(1, batch - self._batch_begin + 1))
+        self._writer.step(
+            step,
+            self._begin_us,
+            end,
+            profiled=in_window,
+            call=call,
+            batches=max(1, batch - self._batch_begin + 1),
+        )
         if w is not None and w.active:
             w.on_step_end(step, self._begin_us, end)
             if w.done:
@@ -267,15 +286,26 @@ class DiagnoseCallback(keras.callbacks.Callback):
         facts, params = self._run_lints(self.model, replicas)
         info = self.rank_info = discover(self.model, backend)
         self.trace_path = self._claim_trace_path(info)
-        extra: dict[str, Any] = {"cpu_count": self.config.cores, "params": params,
-                                 "keras": keras.__version__, "input": facts.kind}
+        extra: dict[str, Any] = {
+            "cpu_count": self.config.cores,
+            "params": params,
+            "keras": keras.__version__,
+            "input": facts.kind,
+        }
         if info.multi_worker:  # started_us tells apart two runs on one cluster
-            extra.update(cluster=info.cluster, rank_source=info.source,
-                         started_us=round(_now_us()))
+            extra.update(cluster=info.cluster, rank_source=info.source, started_us=round(_now_us()))
         meta = Metadata(
-            producer="gpudiag", framework=backend, replicas=replicas, devices=list(devices),
-            batch_size=facts.batch_size, device_type="", hostname=info.host,
-            rank=info.rank, world_size=info.world_size, run_id=info.run_id, extra=extra,
+            producer="gpudiag",
+            framework=backend,
+            replicas=replicas,
+            devices=list(devices),
+            batch_size=facts.batch_size,
+            device_type="",
+            hostname=info.host,
+            rank=info.rank,
+            world_size=info.world_size,
+            run_id=info.run_id,
+            extra=extra,
             config=self.config,
         )
         self._writer = TraceWriter(self.trace_path, meta, on_error=self._disk_problem)
@@ -300,14 +330,18 @@ class DiagnoseCallback(keras.callbacks.Callback):
             limitations.append(
                 "profiler window off under a TensorFlow multi-worker strategy (TF's profiler "
                 "stop crashed about 1 in 12 such jobs): per-rank step and wait times come from "
-                "the callback's timing; pass profile=True to force the window")
+                "the callback's timing; pass profile=True to force the window"
+            )
         if profile is None or profile:
             start = self.profile_start if self.profile_start is not None else self._auto_start()
-            self._schedule = WindowSchedule(start, self.profile_steps,
-                                            max_windows=self.profile_windows)
+            self._schedule = WindowSchedule(
+                start, self.profile_steps, max_windows=self.profile_windows
+            )
         elif self.profile is False:
-            limitations.append("profiler window off (profile=False): no per-step input/"
-                               "compute/sync split, host signals only")
+            limitations.append(
+                "profiler window off (profile=False): no per-step input/"
+                "compute/sync split, host signals only"
+            )
         if limitations:
             self._writer.update_meta(limitations=limitations)
         self._writer.flush()
@@ -330,7 +364,8 @@ class DiagnoseCallback(keras.callbacks.Callback):
     def _claim_trace_path(self, info: RankInfo) -> str:
         """This run's own file, resolved now (cwd, rank); never one a previous run wrote."""
         template = self._path_template or default_trace_template(
-            info, time.strftime("%Y%m%d-%H%M%S"))
+            info, time.strftime("%Y%m%d-%H%M%S")
+        )
         try:
             return claim_path(template, info.rank)
         except OSError:  # read-only or vanished place: the writer says so, the summary goes on
@@ -339,15 +374,21 @@ class DiagnoseCallback(keras.callbacks.Callback):
     def _disk_problem(self, why: str) -> None:
         if not self._warned_disk:
             self._warned_disk = True
-            self._say(f"gpudiag: cannot write the trace to {self.trace_path} ({why}); "
-                      "training goes on and the report is built from what was recorded in memory")
+            self._say(
+                f"gpudiag: cannot write the trace to {self.trace_path} ({why}); "
+                "training goes on and the report is built from what was recorded in memory"
+            )
 
     def _make_samplers(self, writer: TraceWriter) -> SamplerSet:
         """The samplers of this run (one seam: the overhead benchmark turns parts off)."""
         return SamplerSet.default(
-            writer.counter, gpu=self.gpu, gpu_interval=self.sample_interval,
-            host_interval=max(self.sample_interval, 0.5), gil_interval=1.0,
-            nvml_lib=self.nvml_lib, gpu_indices=visible_gpu_indices(),
+            writer.counter,
+            gpu=self.gpu,
+            gpu_interval=self.sample_interval,
+            host_interval=max(self.sample_interval, 0.5),
+            gil_interval=1.0,
+            nvml_lib=self.nvml_lib,
+            gpu_indices=visible_gpu_indices(),
             gil_bursts=(GIL_BURST_S, GIL_PERIOD_S),
         )
 
@@ -364,24 +405,49 @@ class DiagnoseCallback(keras.callbacks.Callback):
 
         facts = describe_input(self.dataset) if self.dataset is not None else InputFacts()
         params, has_bn = self._model_facts(model)
-        self.config = run_config(facts, model, replicas=replicas,
-                                 framework=keras.backend.backend(), params=params,
-                                 batchnorm=has_bn)
+        self.config = run_config(
+            facts,
+            model,
+            replicas=replicas,
+            framework=keras.backend.backend(),
+            params=params,
+            batchnorm=has_bn,
+        )
         found = rules.lint(self.config)
-        fixes = {s.finding: s.detail for s in rules.advise(found, rules.Situation(
-            {"input": 0.0, "transfer": 0.0, "compute": 0.0, "sync": 0.0, "other": 0.0},
-            "inconclusive", self.config, rules.HostFacts()))}
+        fixes = {
+            s.finding: s.detail
+            for s in rules.advise(
+                found,
+                rules.Situation(
+                    {"input": 0.0, "transfer": 0.0, "compute": 0.0, "sync": 0.0, "other": 0.0},
+                    "inconclusive",
+                    self.config,
+                    rules.HostFacts(),
+                ),
+            )
+        }
         self.lint_findings = [
-            RecordedFinding(f.id, f.severity, f.title, f.evidence,
-                            fixes.get(f.id) or str(f.evidence.get("fix", "")))
-            for f in found]
-        new = [f for f in self.lint_findings
-               if f.severity != "info" and f.id not in self._printed_lints]
+            RecordedFinding(
+                f.id,
+                f.severity,
+                f.title,
+                f.evidence,
+                fixes.get(f.id) or str(f.evidence.get("fix", "")),
+            )
+            for f in found
+        ]
+        new = [
+            f
+            for f in self.lint_findings
+            if f.severity != "info" and f.id not in self._printed_lints
+        ]
         self._printed_lints.update(f.id for f in new)
         if new and not self.quiet:
             lines = ["gpudiag: input/replica checks before the first step:"]
-            lines += [f"  [{f.severity}] {f.id}: {f.title}" + (f" — fix: {f.fix}" if f.fix else "")
-                      for f in new]
+            lines += [
+                f"  [{f.severity}] {f.id}: {f.title}" + (f" — fix: {f.fix}" if f.fix else "")
+                for f in new
+            ]
             self._say("\n".join(lines))
         return facts, params
 
@@ -394,20 +460,30 @@ class DiagnoseCallback(keras.callbacks.Callback):
         if model is not None:
             candidates.append(lambda: getattr(model, "distribute_strategy", None))
         if tf is not None:
-            candidates.append(lambda: tf.distribute.get_strategy()
-                              if tf.distribute.has_strategy() else None)
+            candidates.append(
+                lambda: tf.distribute.get_strategy() if tf.distribute.has_strategy() else None
+            )
         if model is None and tf is not None:
             # before fit there may be no model to ask: find the strategy the user created
-            candidates.append(lambda: max(
-                (o for o in gc.get_objects()
-                 if isinstance(o, tf.distribute.Strategy) and o.num_replicas_in_sync > 1),
-                key=lambda o: o.num_replicas_in_sync, default=None))
+            candidates.append(
+                lambda: max(
+                    (
+                        o
+                        for o in gc.get_objects()
+                        if isinstance(o, tf.distribute.Strategy) and o.num_replicas_in_sync > 1
+                    ),
+                    key=lambda o: o.num_replicas_in_sync,
+                    default=None,
+                )
+            )
         for get in candidates:
             with contextlib.suppress(Exception):
                 strategy = get()
                 if strategy is not None and strategy.num_replicas_in_sync >= 1:
-                    return (int(strategy.num_replicas_in_sync),
-                            [str(d) for d in strategy.extended.worker_devices])
+                    return (
+                        int(strategy.num_replicas_in_sync),
+                        [str(d) for d in strategy.extended.worker_devices],
+                    )
         with contextlib.suppress(Exception):
             dist = keras.distribution.distribution()
             if dist is not None:
@@ -424,8 +500,10 @@ class DiagnoseCallback(keras.callbacks.Callback):
         with contextlib.suppress(Exception):
             params = int(model.count_params())
         with contextlib.suppress(Exception):
-            has_bn = any("BatchNormalization" in type(layer).__name__
-                         for layer in model._flatten_layers(include_self=False))
+            has_bn = any(
+                "BatchNormalization" in type(layer).__name__
+                for layer in model._flatten_layers(include_self=False)
+            )
         return params, has_bn
 
     def _say(self, text: str) -> None:
@@ -437,8 +515,9 @@ class DiagnoseCallback(keras.callbacks.Callback):
         """Decode finished windows one after another on one background thread."""
         self._decode_queue.put(window)
         if self._collector is None:
-            self._collector = threading.Thread(target=self._decode_loop,
-                                               name="gpudiag-profile-decode", daemon=True)
+            self._collector = threading.Thread(
+                target=self._decode_loop, name="gpudiag-profile-decode", daemon=True
+            )
             self._collector.start()
 
     def _decode_loop(self) -> None:
@@ -464,19 +543,18 @@ class DiagnoseCallback(keras.callbacks.Callback):
             tl = window.collect()
         except Exception as e:  # decoding must never end with a traceback of its own
             window.problem = window.problem or (
-                f"profile could not be recorded ({type(e).__name__}: {e})")
+                f"profile could not be recorded ({type(e).__name__}: {e})"
+            )
             tl = None
         if self._schedule is not None:
-            self._schedule.cost_s += (window.start_cost_s + window.stop_cost_s
-                                      + window.decode_cost_s)
+            self._schedule.cost_s += window.start_cost_s + window.stop_cost_s + window.decode_cost_s
         if tl is not None:
             if tl.meta.device_type:
                 writer.update_meta(device_type=tl.meta.device_type)
             if tl.meta.limitations:  # what the profile itself could not show
                 writer.update_meta(limitations=tl.meta.limitations)
             writer.timeline(tl)
-            writer.window(float(tl.steps.start.min()), float(tl.steps.end.max()),
-                          "profiler window")
+            writer.window(float(tl.steps.start.min()), float(tl.steps.end.max()), "profiler window")
         elif window.problem:
             writer.update_meta(limitations=[window.problem])
         writer.flush()
@@ -549,34 +627,45 @@ class DiagnoseCallback(keras.callbacks.Callback):
                 self._decode_queue.put(None)
                 self._collector.join(timeout=60)
             windows = self._windows
-            for key, attr in (("profile_start_s", "start_cost_s"),
-                              ("profile_stop_s", "stop_cost_s"),
-                              ("profile_decode_s", "decode_cost_s")):
+            for key, attr in (
+                ("profile_start_s", "start_cost_s"),
+                ("profile_stop_s", "stop_cost_s"),
+                ("profile_decode_s", "decode_cost_s"),
+            ):
                 self.overhead[key] = sum(getattr(w, attr) for w in windows)
             self.overhead["profile_windows"] = float(len(windows))
             sch = self._schedule
             if sch is not None and not windows and self._writer is not None:
-                self._writer.update_meta(limitations=[
-                    f"the run had {self._step} steps, fewer than the profiler window start "
-                    f"({sch.first_step})"])
+                self._writer.update_meta(
+                    limitations=[
+                        f"the run had {self._step} steps, fewer than the profiler window start "
+                        f"({sch.first_step})"
+                    ]
+                )
             if self._samplers is not None:
                 self._samplers.stop_all()
                 errs = self._samplers.errors
                 if errs and self._writer is not None:
-                    self._writer.update_meta(limitations=[
-                        f"{self._samplers.error_count} sampler errors (first: {errs[0]}): "
-                        "those signals have gaps"])
+                    self._writer.update_meta(
+                        limitations=[
+                            f"{self._samplers.error_count} sampler errors (first: {errs[0]}): "
+                            "those signals have gaps"
+                        ]
+                    )
             if self._writer is not None:
                 if abnormal:
-                    self._writer.update_meta(limitations=[
-                        "training stopped early (exception or interrupt): partial run"])
+                    self._writer.update_meta(
+                        limitations=["training stopped early (exception or interrupt): partial run"]
+                    )
                 self._writer.close()
                 self.diagnosis = self._diagnose()
                 self._share()
                 self.overhead["end_s"] = time.perf_counter() - t0
                 if abnormal:
-                    self._say(f"gpudiag: training stopped early; partial trace at "
-                              f"{self.trace_path} (gpudiag analyze {self.trace_path})")
+                    self._say(
+                        f"gpudiag: training stopped early; partial trace at "
+                        f"{self.trace_path} (gpudiag analyze {self.trace_path})"
+                    )
                 else:
                     self._report()
         except Exception as e:
@@ -593,8 +682,10 @@ class DiagnoseCallback(keras.callbacks.Callback):
         writer = self._writer
         assert writer is not None
         if not writer.failed and not os.path.exists(path):
-            self._say(f"gpudiag: {path} vanished during the run; the report below is "
-                      "from what was recorded in memory")
+            self._say(
+                f"gpudiag: {path} vanished during the run; the report below is "
+                "from what was recorded in memory"
+            )
         return diagnose([writer.summary(path)])
 
     def _share(self) -> None:
@@ -613,8 +704,9 @@ class DiagnoseCallback(keras.callbacks.Callback):
 
                 write_summaries(log_dir, self.diagnosis, steps_per_epoch)
             except Exception as e:
-                self._say(f"gpudiag: no TensorBoard summaries in {log_dir} "
-                          f"({type(e).__name__}: {e})")
+                self._say(
+                    f"gpudiag: no TensorBoard summaries in {log_dir} ({type(e).__name__}: {e})"
+                )
 
     def _report(self) -> None:
         verbose = (self.params or {}).get("verbose", 1)
@@ -624,9 +716,11 @@ class DiagnoseCallback(keras.callbacks.Callback):
         info = self.rank_info
         if info.multi_worker and info.rank != 0 and self.report is None:
             folder = os.path.dirname(str(self.trace_path)) or "."
-            self._say(f"gpudiag: rank {info.rank} of {info.world_size}: trace at "
-                      f"{self.trace_path}; rank 0 prints the report (whole run: "
-                      f"gpudiag analyze {folder})")
+            self._say(
+                f"gpudiag: rank {info.rank} of {info.world_size}: trace at "
+                f"{self.trace_path}; rank 0 prints the report (whole run: "
+                f"gpudiag analyze {folder})"
+            )
             return
         from rich.console import Console
 
@@ -634,11 +728,16 @@ class DiagnoseCallback(keras.callbacks.Callback):
 
         console = Console()
         console.print(render_report(self.diagnosis, width=console.width))
-        console.print(f"trace: {self.trace_path}  (gpudiag analyze {self.trace_path})",
-                      style="bright_black", highlight=False, markup=False)
+        console.print(
+            f"trace: {self.trace_path}  (gpudiag analyze {self.trace_path})",
+            style="bright_black",
+            highlight=False,
+            markup=False,
+        )
         if self.html:
-            console.print(f"HTML report: {self.html}", style="bright_black", highlight=False,
-                          markup=False)
+            console.print(
+                f"HTML report: {self.html}", style="bright_black", highlight=False, markup=False
+            )
 
 
 def _atexit_finish(ref: weakref.ReferenceType[DiagnoseCallback]) -> None:

@@ -85,24 +85,54 @@ def _parser() -> argparse.ArgumentParser:
         description="Diagnose one run. Several files (or a directory) are the ranks/workers "
         "of one run, grouped by the run id in their headers (docs/multi-worker.md).",
     )
-    a.add_argument("paths", nargs="+", metavar="PATH",
-                   help="trace file(s), .gz or not, or a directory of a run's rank files")
-    a.add_argument("--jobs", type=_positive_int, default=None, metavar="N",
-                   help="rank files read in parallel (default: one per core; 1 = serial)")
-    a.add_argument("--scheduler", default=None, metavar="ADDRESS",
-                   help="read rank files on a Dask distributed cluster (needs gpudiag[dask])")
-    a.add_argument("--ranks", action="store_true",
-                   help="treat every file as a rank of one run even if their run ids differ")
+    a.add_argument(
+        "paths",
+        nargs="+",
+        metavar="PATH",
+        help="trace file(s), .gz or not, or a directory of a run's rank files",
+    )
+    a.add_argument(
+        "--jobs",
+        type=_positive_int,
+        default=None,
+        metavar="N",
+        help="rank files read in parallel (default: one per core; 1 = serial)",
+    )
+    a.add_argument(
+        "--scheduler",
+        default=None,
+        metavar="ADDRESS",
+        help="read rank files on a Dask distributed cluster (needs gpudiag[dask])",
+    )
+    a.add_argument(
+        "--ranks",
+        action="store_true",
+        help="treat every file as a rank of one run even if their run ids differ",
+    )
     a.add_argument("--json", action="store_true", help="print Diagnosis.to_dict() as JSON")
-    a.add_argument("--fail-on", type=_verdict_list, default=[], action="extend",
-                   metavar="VERDICT[,VERDICT]",
-                   help="exit 3 when the verdict is one of these (for CI gates; may be "
-                   "repeated: the lists add up)")
-    a.add_argument("--html", metavar="OUT.html", default=None,
-                   help="also write a self-contained HTML report (no network fetches)")
-    a.add_argument("--max-gzip-ratio", type=_ratio, default=None, metavar="X",
-                   help="refuse a .gz file that expands more than X times its size, a "
-                   "decompression bomb (default 100, or $GPUDIAG_MAX_GZIP_RATIO)")
+    a.add_argument(
+        "--fail-on",
+        type=_verdict_list,
+        default=[],
+        action="extend",
+        metavar="VERDICT[,VERDICT]",
+        help="exit 3 when the verdict is one of these (for CI gates; may be "
+        "repeated: the lists add up)",
+    )
+    a.add_argument(
+        "--html",
+        metavar="OUT.html",
+        default=None,
+        help="also write a self-contained HTML report (no network fetches)",
+    )
+    a.add_argument(
+        "--max-gzip-ratio",
+        type=_ratio,
+        default=None,
+        metavar="X",
+        help="refuse a .gz file that expands more than X times its size, a "
+        "decompression bomb (default 100, or $GPUDIAG_MAX_GZIP_RATIO)",
+    )
     c = sub.add_parser(
         "compare",
         help="compare two runs (before/after a change): step time, shares, findings, fixes",
@@ -112,16 +142,30 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("base", metavar="BASE", help="the run before the change")
     c.add_argument("new", metavar="NEW", help="the run after the change")
     c.add_argument("--json", action="store_true", help="print the comparison as JSON")
-    c.add_argument("--fail-on-regression", type=_percent, default=None, metavar="PCT",
-                   help="exit 3 when NEW's median step is more than PCT%% slower than BASE's")
+    c.add_argument(
+        "--fail-on-regression",
+        type=_percent,
+        default=None,
+        metavar="PCT",
+        help="exit 3 when NEW's median step is more than PCT%% slower than BASE's",
+    )
     lv = sub.add_parser("live", help="terminal monitor of GPUs, host and a running job")
-    lv.add_argument("--interval", type=float, default=1.0, metavar="S",
-                    help="seconds between frames (default 1)")
+    lv.add_argument(
+        "--interval",
+        type=float,
+        default=1.0,
+        metavar="S",
+        help="seconds between frames (default 1)",
+    )
     lv.add_argument("--once", action="store_true", help="print one frame and exit")
-    lv.add_argument("--follow", metavar="TRACE", nargs="+",
-                    help="tail a trace a DiagnoseCallback is writing; adds a training panel. "
-                    "Several files or a (quoted) pattern: the newest is followed, and a newer "
-                    "run replaces it")
+    lv.add_argument(
+        "--follow",
+        metavar="TRACE",
+        nargs="+",
+        help="tail a trace a DiagnoseCallback is writing; adds a training panel. "
+        "Several files or a (quoted) pattern: the newest is followed, and a newer "
+        "run replaces it",
+    )
     d = sub.add_parser("demo", help="train a small Keras model starved, then fixed, and compare")
     d.add_argument("--quick", action="store_true", help="fewer steps (for tests)")
     d.add_argument("--out", default=None, metavar="DIR", help="where to write the two traces")
@@ -167,8 +211,14 @@ def _expand(paths: Sequence[str]) -> list[str]:
     return files
 
 
-def _diagnose_paths(paths: Sequence[str], err: Any, what: str = "", jobs: int | None = None,
-                    scheduler: str | None = None, as_ranks: bool = False) -> Any:
+def _diagnose_paths(
+    paths: Sequence[str],
+    err: Any,
+    what: str = "",
+    jobs: int | None = None,
+    scheduler: str | None = None,
+    as_ranks: bool = False,
+) -> Any:
     """Read the trace files of one run (in a process pool, or on Dask with ``scheduler``) and
     diagnose them, with progress on stderr (a spinner naming the file, its number and the
     seconds spent; nothing when stderr is not a terminal). Files of several runs are refused
@@ -191,18 +241,22 @@ def _diagnose_paths(paths: Sequence[str], err: Any, what: str = "", jobs: int | 
                 raise BadInput(
                     f"{paths[0]}: these {len(files)} files hold {len(runs)} runs "
                     f"({describe_runs(runs)}); analyze one run at a time, or pass --ranks to "
-                    "treat them all as ranks of one run")
+                    "treat them all as ranks of one run"
+                )
         reader = RankReader(files, jobs=jobs, scheduler=scheduler)  # before the spinner
         with err.status("reading traces…", spinner="dots") as status:
 
             def progress(path: str, done: int) -> None:
                 count = f" {done}/{len(files)}" if len(files) > 1 else ""
-                status.update(f"{what}read{count} {escape(clean(os.path.basename(path)))}… "
-                              f"({time.monotonic() - t0:.0f} s)")
+                status.update(
+                    f"{what}read{count} {escape(clean(os.path.basename(path)))}… "
+                    f"({time.monotonic() - t0:.0f} s)"
+                )
 
             timelines = reader.collect(progress)
-            status.update(f"{what}analyzing {len(timelines)} timeline(s)… "
-                          f"({time.monotonic() - t0:.0f} s)")
+            status.update(
+                f"{what}analyzing {len(timelines)} timeline(s)… ({time.monotonic() - t0:.0f} s)"
+            )
             return diagnose(timelines)
     except TraceError as e:
         raise BadInput(f"{e.path}: {e.problem}") from None
@@ -215,8 +269,10 @@ def _diagnose_paths(paths: Sequence[str], err: Any, what: str = "", jobs: int | 
     except Exception as e:  # an input we did not foresee must still not show a traceback
         if os.environ.get("GPUDIAG_DEBUG"):
             raise
-        raise BadInput(f"{current}: this trace holds something gpudiag cannot read "
-                       f"(internal {type(e).__name__}; GPUDIAG_DEBUG=1 shows where)") from None
+        raise BadInput(
+            f"{current}: this trace holds something gpudiag cannot read "
+            f"(internal {type(e).__name__}; GPUDIAG_DEBUG=1 shows where)"
+        ) from None
 
 
 def cmd_analyze(args: argparse.Namespace) -> int:
@@ -233,8 +289,13 @@ def cmd_analyze(args: argparse.Namespace) -> int:
         os.environ[RATIO_ENV] = repr(args.max_gzip_ratio)
     try:
         paths = [f for arg in args.paths for f in expand_pattern(arg)]
-        diagnosis = _diagnose_paths(paths, Console(stderr=True), jobs=args.jobs,
-                                    scheduler=args.scheduler, as_ranks=args.ranks)
+        diagnosis = _diagnose_paths(
+            paths,
+            Console(stderr=True),
+            jobs=args.jobs,
+            scheduler=args.scheduler,
+            as_ranks=args.ranks,
+        )
     except BadInput as e:
         return _fail(str(e))
     finally:
@@ -255,8 +316,9 @@ def cmd_analyze(args: argparse.Namespace) -> int:
         else:
             out.print(render_report(diagnosis, width=out.width))
         if args.html:
-            out.print(f"HTML report: {escape(clean(args.html))}", style="bright_black",
-                      highlight=False)
+            out.print(
+                f"HTML report: {escape(clean(args.html))}", style="bright_black", highlight=False
+            )
     if diagnosis.verdict in args.fail_on:
         return EXIT_FAIL_ON
     return EXIT_OK
@@ -266,8 +328,11 @@ def _run_files(arg: str) -> list[str]:
     """The files of one run named on the command line: a file, a directory of rank files,
     or a glob pattern (quoted, so the shell leaves it to us)."""
     if os.path.isdir(arg):
-        files = sorted(os.path.join(arg, n) for n in os.listdir(arg)
-                       if not n.startswith(".") and os.path.isfile(os.path.join(arg, n)))
+        files = sorted(
+            os.path.join(arg, n)
+            for n in os.listdir(arg)
+            if not n.startswith(".") and os.path.isfile(os.path.join(arg, n))
+        )
         if not files:
             raise BadInput(f"{arg}: directory holds no trace files")
         return files
@@ -321,8 +386,10 @@ def _follow_problem(path: str) -> str | None:
     if stat.S_ISDIR(mode):
         return "is a directory; pass the trace file DiagnoseCallback writes"
     if not stat.S_ISREG(mode):
-        return ("not a regular file (a FIFO, socket or device): --follow tails the trace "
-                "file a DiagnoseCallback is writing")
+        return (
+            "not a regular file (a FIFO, socket or device): --follow tails the trace "
+            "file a DiagnoseCallback is writing"
+        )
     try:
         with open(path, "rb") as f:
             head = f.read(4096)
@@ -340,8 +407,10 @@ def cmd_live(args: argparse.Namespace) -> int:
         return _fail("--interval must be positive")
     for arg in args.follow or []:
         if not os.path.exists(arg) and glob.has_magic(arg) and not glob.glob(arg):
-            return _fail(f"{arg}: no file matches this pattern (give the trace's "
-                         "name to wait for a run that has not started)")
+            return _fail(
+                f"{arg}: no file matches this pattern (give the trace's "
+                "name to wait for a run that has not started)"
+            )
     if args.follow:
         from gpudiag.show.follow import newest
 

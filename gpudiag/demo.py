@@ -59,12 +59,14 @@ def _dataset(parallel: bool) -> Any:
 def _model() -> Any:
     import keras
 
-    m = keras.Sequential([
-        keras.Input((64,)),
-        keras.layers.Dense(256, activation="relu"),
-        keras.layers.Dense(256, activation="relu"),
-        keras.layers.Dense(10),
-    ])
+    m = keras.Sequential(
+        [
+            keras.Input((64,)),
+            keras.layers.Dense(256, activation="relu"),
+            keras.layers.Dense(256, activation="relu"),
+            keras.layers.Dense(10),
+        ]
+    )
     m.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
     return m
 
@@ -92,9 +94,11 @@ def run_demo(quick: bool = False, out_dir: str | None = None) -> int:
         import keras  # noqa: F401
         import tensorflow  # noqa: F401
     except ImportError:
-        print("gpudiag: the demo trains a Keras model: install TensorFlow and Keras 3 "
-              "(on a machine without them: pip install 'gpudiag[cpu]')",
-              file=sys.stderr)
+        print(
+            "gpudiag: the demo trains a Keras model: install TensorFlow and Keras 3 "
+            "(on a machine without them: pip install 'gpudiag[cpu]')",
+            file=sys.stderr,
+        )
         return 2
     global SAMPLES
     if quick:
@@ -109,21 +113,28 @@ def run_demo(quick: bool = False, out_dir: str | None = None) -> int:
     out = out_dir or tempfile.mkdtemp(prefix="gpudiag-demo-")
     os.makedirs(out, exist_ok=True)
     console.print(Rule("gpudiag demo — run 1: sequential map"))
-    console.print(f"Training a small Keras model on CPU; each sample takes {DECODE_S * 1000:.0f}"
-                  " ms to 'decode' in a tf.data map…", style="bright_black")
+    console.print(
+        f"Training a small Keras model on CPU; each sample takes {DECODE_S * 1000:.0f}"
+        " ms to 'decode' in a tf.data map…",
+        style="bright_black",
+    )
     t0 = time.time()
     slow = _train("starved", False, os.path.join(out, "starved.gpudiag.json"))
     console.print(render_report(slow.diagnosis, width=console.width))
     suggestions = slow.diagnosis.suggestions
-    top = next((s for s in suggestions if s.title.startswith("Parallelise the tf.data map")),
-               None)
+    top = next((s for s in suggestions if s.title.startswith("Parallelise the tf.data map")), None)
     console.print(Rule("run 2: gpudiag's fix applied"))
     if top is not None:
-        console.print(f"Applying gpudiag's remedy: [bold]{top.title}[/] — "
-                      "ds.map(load, num_parallel_calls=tf.data.AUTOTUNE)")
+        console.print(
+            f"Applying gpudiag's remedy: [bold]{top.title}[/] — "
+            "ds.map(load, num_parallel_calls=tf.data.AUTOTUNE)"
+        )
     else:
-        console.print("gpudiag did not suggest parallelising the map on this run; applying it "
-                      "anyway to show the difference", style="yellow")
+        console.print(
+            "gpudiag did not suggest parallelising the map on this run; applying it "
+            "anyway to show the difference",
+            style="yellow",
+        )
     fast = _train("fixed", True, os.path.join(out, "fixed.gpudiag.json"))
     console.print(render_report(fast.diagnosis, width=console.width))
     speedup = slow.step_ms / fast.step_ms if fast.step_ms > 0 else float("nan")
@@ -134,10 +145,17 @@ def run_demo(quick: bool = False, out_dir: str | None = None) -> int:
         f"after:  [bold]{fast.diagnosis.verdict}[/], {fast.step_ms:.1f} ms/step "
         f"({fast.samples_per_s:.0f} samples/s)\n"
         f"measured: [bold green]{speedup:.2f}× faster[/]"
-        + (f"; gpudiag estimated {gain_text(top.expected_gain, top.expected_gain_range)} "
-           "before the fix" if top else "")
+        + (
+            f"; gpudiag estimated {gain_text(top.expected_gain, top.expected_gain_range)} "
+            "before the fix"
+            if top
+            else ""
+        )
     )
-    console.print(f"traces: {slow.trace_path}, {fast.trace_path}  ({time.time() - t0:.0f} s)",
-                  style="bright_black", highlight=False)
+    console.print(
+        f"traces: {slow.trace_path}, {fast.trace_path}  ({time.time() - t0:.0f} s)",
+        style="bright_black",
+        highlight=False,
+    )
     sys.stdout.flush()
     os._exit(0)  # TensorFlow can hang at interpreter exit; everything is written by now

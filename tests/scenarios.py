@@ -24,7 +24,8 @@ def _setup_replicas(n: int):
     cpu = tf.config.list_physical_devices("CPU")[0]
     if n > 1:
         tf.config.set_logical_device_configuration(
-            cpu, [tf.config.LogicalDeviceConfiguration()] * n)
+            cpu, [tf.config.LogicalDeviceConfiguration()] * n
+        )
         return tf.distribute.MirroredStrategy([f"/cpu:{i}" for i in range(n)])
     return tf.distribute.get_strategy()
 
@@ -32,8 +33,9 @@ def _setup_replicas(n: int):
 def _dense(inp: int, width: int = 64):
     import keras
 
-    m = keras.Sequential([keras.Input((inp,)), keras.layers.Dense(width, activation="relu"),
-                          keras.layers.Dense(1)])
+    m = keras.Sequential(
+        [keras.Input((inp,)), keras.layers.Dense(width, activation="relu"), keras.layers.Dense(1)]
+    )
     m.compile("adam", "mse")
     return m
 
@@ -87,10 +89,16 @@ def _slow_map_dataset(samples: int, features: int, decode_s: float):
         return x, y
 
     rng = np.random.default_rng(0)
-    return (tf.data.Dataset.from_tensor_slices(
-        (rng.random((samples, features), dtype=np.float32),
-         rng.random((samples, 1), dtype=np.float32)))
-        .map(fn).batch(32))
+    return (
+        tf.data.Dataset.from_tensor_slices(
+            (
+                rng.random((samples, features), dtype=np.float32),
+                rng.random((samples, 1), dtype=np.float32),
+            )
+        )
+        .map(fn)
+        .batch(32)
+    )
 
 
 def sequential_map(trace: str) -> dict:
@@ -115,11 +123,15 @@ def already_on(trace: str) -> dict:
     rng = np.random.default_rng(0)
     x = rng.random((640, 32), dtype=np.float32)
     y = rng.random((640, 1), dtype=np.float32)
-    ds = (tf.data.Dataset.from_tensor_slices((x, y))
-          .map(lambda a, b: (tf.math.tanh(a) * 2.0, b), num_parallel_calls=tf.data.AUTOTUNE)
-          .batch(32).prefetch(tf.data.AUTOTUNE))
-    m = keras.Sequential([keras.Input((32,)), keras.layers.Dense(64, activation="relu"),
-                          keras.layers.Dense(1)])
+    ds = (
+        tf.data.Dataset.from_tensor_slices((x, y))
+        .map(lambda a, b: (tf.math.tanh(a) * 2.0, b), num_parallel_calls=tf.data.AUTOTUNE)
+        .batch(32)
+        .prefetch(tf.data.AUTOTUNE)
+    )
+    m = keras.Sequential(
+        [keras.Input((32,)), keras.layers.Dense(64, activation="relu"), keras.layers.Dense(1)]
+    )
     m.compile("adam", "mse", jit_compile=True)
     cb = DiagnoseCallback(trace_path=trace, dataset=ds, quiet=True)
     m.fit(ds, epochs=1, verbose=0, callbacks=[cb])
@@ -138,15 +150,17 @@ def cached_conv(trace: str) -> dict:
     x = rng.random((640, 32, 32, 3), dtype=np.float32)
     y = rng.integers(0, 10, 640)
     ds = tf.data.Dataset.from_tensor_slices((x, y)).batch(32).cache().prefetch(tf.data.AUTOTUNE)
-    m = keras.Sequential([
-        keras.Input((32, 32, 3)),
-        keras.layers.Conv2D(64, 3, padding="same", activation="relu"),
-        keras.layers.Conv2D(64, 3, padding="same", activation="relu"),
-        keras.layers.MaxPooling2D(),
-        keras.layers.Conv2D(64, 3, padding="same", activation="relu"),
-        keras.layers.GlobalAveragePooling2D(),
-        keras.layers.Dense(10),
-    ])
+    m = keras.Sequential(
+        [
+            keras.Input((32, 32, 3)),
+            keras.layers.Conv2D(64, 3, padding="same", activation="relu"),
+            keras.layers.Conv2D(64, 3, padding="same", activation="relu"),
+            keras.layers.MaxPooling2D(),
+            keras.layers.Conv2D(64, 3, padding="same", activation="relu"),
+            keras.layers.GlobalAveragePooling2D(),
+            keras.layers.Dense(10),
+        ]
+    )
     m.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
     cb = DiagnoseCallback(trace_path=trace, dataset=ds, quiet=True)
     m.fit(ds, epochs=1, verbose=0, callbacks=[cb])
@@ -166,16 +180,27 @@ def _mirrored(trace: str, replicas: int) -> dict:
     batch = per_replica * replicas
     rng = np.random.default_rng(0)
     n = batch * 40
-    ds = (tf.data.Dataset.from_tensor_slices(
-        (rng.random((n, 256), dtype=np.float32), rng.random((n, 1), dtype=np.float32)))
-        .batch(batch, drop_remainder=True).cache().prefetch(tf.data.AUTOTUNE))
+    ds = (
+        tf.data.Dataset.from_tensor_slices(
+            (rng.random((n, 256), dtype=np.float32), rng.random((n, 1), dtype=np.float32))
+        )
+        .batch(batch, drop_remainder=True)
+        .cache()
+        .prefetch(tf.data.AUTOTUNE)
+    )
     with strategy.scope():
-        m = keras.Sequential([keras.Input((256,)), keras.layers.Dense(1024, activation="relu"),
-                              keras.layers.Dense(1024, activation="relu"),
-                              keras.layers.Dense(1)])
+        m = keras.Sequential(
+            [
+                keras.Input((256,)),
+                keras.layers.Dense(1024, activation="relu"),
+                keras.layers.Dense(1024, activation="relu"),
+                keras.layers.Dense(1),
+            ]
+        )
         m.compile(keras.optimizers.SGD(0.01), "mse")
-    cb = DiagnoseCallback(trace_path=trace, dataset=ds, quiet=True,
-                          profile_dir=os.environ.get("KEEP_PROFILE"))
+    cb = DiagnoseCallback(
+        trace_path=trace, dataset=ds, quiet=True, profile_dir=os.environ.get("KEEP_PROFILE")
+    )
     m.fit(ds, epochs=1, verbose=0, callbacks=[cb])
     out = _result(cb)
     out["samples_per_step"] = batch
@@ -204,8 +229,14 @@ def ragged_bn(trace: str) -> dict:
         (rng.random((100, 16), dtype=np.float32), rng.random((100, 1), dtype=np.float32))
     ).batch(33)
     with strategy.scope():
-        m = keras.Sequential([keras.Input((16,)), keras.layers.Dense(32),
-                              keras.layers.BatchNormalization(), keras.layers.Dense(1)])
+        m = keras.Sequential(
+            [
+                keras.Input((16,)),
+                keras.layers.Dense(32),
+                keras.layers.BatchNormalization(),
+                keras.layers.Dense(1),
+            ]
+        )
         m.compile("adam", "mse")
     # no model=: the callback finds the strategy the program created
     cb = DiagnoseCallback(trace_path=trace, dataset=ds)
@@ -239,8 +270,14 @@ def crash(trace: str) -> dict:
     cb = DiagnoseCallback(trace_path=trace, quiet=True)
     raised = False
     try:
-        m.fit(rng.random((640, 8)), rng.random((640, 1)), batch_size=16, epochs=1, verbose=0,
-              callbacks=[cb, Boom()])
+        m.fit(
+            rng.random((640, 8)),
+            rng.random((640, 1)),
+            batch_size=16,
+            epochs=1,
+            verbose=0,
+            callbacks=[cb, Boom()],
+        )
     except RuntimeError:
         raised = True
     deadline = time.time() + 5
@@ -265,8 +302,14 @@ def long_run(trace: str) -> dict:
     m = _dense(8)
     cb = DiagnoseCallback(trace_path=trace, quiet=True, profile_start=3, profile_steps=3)
     print("started", flush=True)
-    m.fit(rng.random((64_000, 8)), rng.random((64_000, 1)), batch_size=8, epochs=50,
-          verbose=0, callbacks=[cb])
+    m.fit(
+        rng.random((64_000, 8)),
+        rng.random((64_000, 1)),
+        batch_size=8,
+        epochs=50,
+        verbose=0,
+        callbacks=[cb],
+    )
     return _result(cb)
 
 
@@ -290,21 +333,36 @@ def other_backend(trace: str) -> dict:
     from gpudiag import DiagnoseCallback
 
     rng = np.random.default_rng(0)
-    m = keras.Sequential([keras.Input((64,)), keras.layers.Dense(512, activation="relu"),
-                          keras.layers.Dense(512, activation="relu"), keras.layers.Dense(1)])
+    m = keras.Sequential(
+        [
+            keras.Input((64,)),
+            keras.layers.Dense(512, activation="relu"),
+            keras.layers.Dense(512, activation="relu"),
+            keras.layers.Dense(1),
+        ]
+    )
     m.compile("adam", "mse")
     cb = DiagnoseCallback(trace_path=trace, quiet=True)
-    m.fit(rng.random((4096, 64)), rng.random((4096, 1)), batch_size=64, epochs=1, verbose=0,
-          callbacks=[cb])
+    m.fit(
+        rng.random((4096, 64)),
+        rng.random((4096, 1)),
+        batch_size=64,
+        epochs=1,
+        verbose=0,
+        callbacks=[cb],
+    )
     out = _result(cb)
     out["backend"] = keras.backend.backend()
     return out
 
 
 def _gpudiag_threads() -> list[str]:
-    return [t.name for t in threading.enumerate()
-            if t.is_alive() and ("gpudiag" in t.name.lower() or "sampler" in t.name.lower()
-                                 or "gil" in t.name.lower())]
+    return [
+        t.name
+        for t in threading.enumerate()
+        if t.is_alive()
+        and ("gpudiag" in t.name.lower() or "sampler" in t.name.lower() or "gil" in t.name.lower())
+    ]
 
 
 def _alive(pid: int) -> bool:
@@ -328,10 +386,22 @@ def _result(cb) -> dict:
     }
 
 
-SCENARIOS = {f.__name__: f for f in (gil_generator, sequential_map, cached_conv, already_on,
-                                      mirrored4,
-                                      mirrored1, ragged_bn, crash, long_run,
-                                      follow_run, other_backend)}
+SCENARIOS = {
+    f.__name__: f
+    for f in (
+        gil_generator,
+        sequential_map,
+        cached_conv,
+        already_on,
+        mirrored4,
+        mirrored1,
+        ragged_bn,
+        crash,
+        long_run,
+        follow_run,
+        other_backend,
+    )
+}
 
 if __name__ == "__main__":
     name, trace_path = sys.argv[1], sys.argv[2]

@@ -19,8 +19,7 @@ def shares(**kw: float) -> dict[str, float]:
 
 
 def test_breakdown_recovers_known_shares():
-    d = diagnose([periodic(input_frac=0.3, transfer_frac=0.05, compute_frac=0.5,
-                           sync_frac=0.1)])
+    d = diagnose([periodic(input_frac=0.3, transfer_frac=0.05, compute_frac=0.5, sync_frac=0.1)])
     b = d.breakdown
     assert b["input"] == pytest.approx(0.30)
     assert b["transfer"] == pytest.approx(0.05)
@@ -36,11 +35,14 @@ def test_collectives_hidden_under_compute_are_not_sync():
     assert d.finding("exposed-collectives") is None
 
 
-@pytest.mark.parametrize(("inp", "verdict"), [
-    (T.INPUT_HIGH + 0.01, "data-starved"),
-    (T.INPUT_DOMINANT + 0.01, "data-starved"),  # largest stall
-    (T.INPUT_DOMINANT - 0.01, "compute-bound"),
-])
+@pytest.mark.parametrize(
+    ("inp", "verdict"),
+    [
+        (T.INPUT_HIGH + 0.01, "data-starved"),
+        (T.INPUT_DOMINANT + 0.01, "data-starved"),  # largest stall
+        (T.INPUT_DOMINANT - 0.01, "compute-bound"),
+    ],
+)
 def test_input_thresholds(inp, verdict):
     assert decide(shares(input=inp, compute=0.6))[0] == verdict
 
@@ -50,8 +52,9 @@ def test_moderate_input_that_is_not_the_largest_stall_is_not_starved():
     assert v == "sync-bound"
 
 
-@pytest.mark.parametrize(("sync", "verdict"), [
-    (T.SYNC_HIGH + 0.01, "sync-bound"), (T.SYNC_HIGH - 0.01, "compute-bound")])
+@pytest.mark.parametrize(
+    ("sync", "verdict"), [(T.SYNC_HIGH + 0.01, "sync-bound"), (T.SYNC_HIGH - 0.01, "compute-bound")]
+)
 def test_sync_threshold(sync, verdict):
     assert decide(shares(sync=sync, compute=0.7))[0] == verdict
 
@@ -122,8 +125,9 @@ def test_expected_gain_formulas():
     assert only.expected_gain == 1.0 and only.expected_gain_range == [1.0, 1.67]
     # a sequential map of TF ops on 4 cores: the producer spread over them
     tl = periodic(input_frac=0.4, compute_frac=0.55)
-    tl.meta.config.update({"input_kind": "tf.data", "sequential_maps": 1, "cores": 4,
-                           "root_prefetch": True})
+    tl.meta.config.update(
+        {"input_kind": "tf.data", "sequential_maps": 1, "cores": 4, "root_prefetch": True}
+    )
     d = diagnose([tl])
     assert [s.title for s in d.suggestions] == ["Parallelise the tf.data map"]
     assert d.suggestions[0].expected_gain == pytest.approx(pipelined(0.4, 4), abs=0.01)
@@ -148,14 +152,17 @@ def _with_host_counters(tl, gil_p95, ref_p95, gil_p50, cpu):
     return tl
 
 
-@pytest.mark.parametrize(("gil", "ref", "p50", "cpu", "inp", "expected"), [
-    (6.0, 0.3, 0.2, 50.0, 0.0, True),     # GIL contention on an idle-ish CPU
-    (1.5, 0.1, 0.1, 50.0, 0.0, False),    # below the 2 ms p95 threshold
-    (6.0, 3.0, 0.2, 50.0, 0.0, False),    # reference as late: CPU contention, not the GIL
-    (8.0, 0.4, 0.3, 99.0, 0.0, False),    # saturated CPU, compute-bound: descheduled holder
-    (8.0, 0.4, 0.3, 99.0, 0.3, True),     # saturated CPU but the device waits for input
-    (8.0, 0.4, 4.5, 99.0, 0.0, True),     # saturated CPU, Python thread running non-stop
-])
+@pytest.mark.parametrize(
+    ("gil", "ref", "p50", "cpu", "inp", "expected"),
+    [
+        (6.0, 0.3, 0.2, 50.0, 0.0, True),  # GIL contention on an idle-ish CPU
+        (1.5, 0.1, 0.1, 50.0, 0.0, False),  # below the 2 ms p95 threshold
+        (6.0, 3.0, 0.2, 50.0, 0.0, False),  # reference as late: CPU contention, not the GIL
+        (8.0, 0.4, 0.3, 99.0, 0.0, False),  # saturated CPU, compute-bound: descheduled holder
+        (8.0, 0.4, 0.3, 99.0, 0.3, True),  # saturated CPU but the device waits for input
+        (8.0, 0.4, 4.5, 99.0, 0.0, True),  # saturated CPU, Python thread running non-stop
+    ],
+)
 def test_gil_pressure_rule(gil, ref, p50, cpu, inp, expected):
     tl = _with_host_counters(periodic(input_frac=inp, compute_frac=0.6), gil, ref, p50, cpu)
     assert (diagnose([tl]).finding("gil-pressure") is not None) is expected
@@ -165,5 +172,7 @@ def test_cpu_saturated_finding():
     tl = _with_host_counters(periodic(), 0.1, 0.1, 0.1, 97.0)
     f = diagnose([tl]).finding("cpu-saturated")
     assert f is not None and f.evidence["cpu_total_p50_pct"] == 97.0
-    assert diagnose([_with_host_counters(periodic(), 0.1, 0.1, 0.1, 85.0)]).finding(
-        "cpu-saturated") is None
+    assert (
+        diagnose([_with_host_counters(periodic(), 0.1, 0.1, 0.1, 85.0)]).finding("cpu-saturated")
+        is None
+    )

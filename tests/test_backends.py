@@ -21,11 +21,17 @@ pytestmark = [pytest.mark.train, pytest.mark.timeout(300)]
 
 def _run(backend: str, trace: str) -> dict:
     env = {**os.environ, "KERAS_BACKEND": backend, "TF_CPP_MIN_LOG_LEVEL": "3"}
-    r = subprocess.run([sys.executable, "-m", "tests.scenarios", "other_backend", trace],
-                       cwd=REPO, capture_output=True, text=True, timeout=280, env=env)
+    r = subprocess.run(
+        [sys.executable, "-m", "tests.scenarios", "other_backend", trace],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=280,
+        env=env,
+    )
     line = next((ln for ln in r.stdout.splitlines() if ln.startswith("RESULT ")), None)
     assert line is not None, r.stderr[-3000:]
-    return json.loads(line[len("RESULT "):])
+    return json.loads(line[len("RESULT ") :])
 
 
 @pytest.mark.skipif(importlib.util.find_spec("jax") is None, reason="jax not installed")

@@ -25,11 +25,17 @@ pytest.importorskip("tensorflow")
 
 def run_scenario(name: str, trace: Path) -> tuple[dict, str]:
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "TF_ENABLE_ONEDNN_OPTS": "0"}
-    r = subprocess.run([sys.executable, "-m", "tests.scenarios", name, str(trace)], cwd=REPO,
-                       capture_output=True, text=True, timeout=200, env=env)
+    r = subprocess.run(
+        [sys.executable, "-m", "tests.scenarios", name, str(trace)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=200,
+        env=env,
+    )
     line = next((ln for ln in r.stdout.splitlines() if ln.startswith("RESULT ")), None)
     assert line is not None, f"scenario {name} failed:\n{r.stdout[-2000:]}\n{r.stderr[-3000:]}"
-    return json.loads(line[len("RESULT "):]), r.stderr
+    return json.loads(line[len("RESULT ") :]), r.stderr
 
 
 def ids(result: dict) -> list[str]:
@@ -51,7 +57,8 @@ def test_gil_holding_generator_is_data_starved_with_gil_pressure(tmp_path):
     gil = next(f for f in d["findings"] if f["id"] == "gil-pressure")
     # GIL contention, not CPU contention: the out-of-process reference stays on time
     assert gil["evidence"]["gil_lateness_p95_ms"] >= 3 * (
-        gil["evidence"]["reference_lateness_p95_ms"] or 0.1)
+        gil["evidence"]["reference_lateness_p95_ms"] or 0.1
+    )
     # GIL-held Python needs processes: threads (a parallel map) cannot run it in parallel
     titles = [s["title"] for s in d["suggestions"]]
     assert titles and "worker processes" in titles[0]
@@ -140,9 +147,14 @@ def test_exception_inside_fit_stops_every_thread_and_leaves_a_trace(tmp_path):
 def test_run_killed_with_sigkill_leaves_an_analyzable_trace(tmp_path):
     trace = tmp_path / "killed.json"
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
-    proc = subprocess.Popen([sys.executable, "-m", "tests.scenarios", "long_run", str(trace)],
-                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                            env=env, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tests.scenarios", "long_run", str(trace)],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=env,
+        text=True,
+    )
     try:
         assert proc.stdout is not None
         assert proc.stdout.readline().strip() == "started"
@@ -158,8 +170,12 @@ def test_run_killed_with_sigkill_leaves_an_analyzable_trace(tmp_path):
     finally:
         if proc.poll() is None:
             proc.kill()
-    r = subprocess.run([sys.executable, "-m", "gpudiag", "analyze", str(trace), "--json"],
-                       capture_output=True, text=True, timeout=60)
+    r = subprocess.run(
+        [sys.executable, "-m", "gpudiag", "analyze", str(trace), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert r.returncode == 0, r.stderr
     d = json.loads(r.stdout)
     assert d["steps"]["count"] > 10

@@ -18,8 +18,13 @@ GOOD = str(SAMPLES / "nccl_world128_rank0.json.gz")
 
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "COLUMNS": "120"}
-    return subprocess.run([sys.executable, "-m", "gpudiag", *args], capture_output=True,
-                          text=True, timeout=120, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "gpudiag", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
 
 
 def assert_bad(path: str, *needles: str) -> None:
@@ -89,8 +94,12 @@ def test_json_of_wrong_shape(tmp_path):
 
 
 def test_wrong_types_inside_events(tmp_path):
-    doc = {"schemaVersion": 1, "traceEvents": [
-        {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": "soon", "dur": 5}]}
+    doc = {
+        "schemaVersion": 1,
+        "traceEvents": [
+            {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": "soon", "dur": 5}
+        ],
+    }
     assert_bad(_write(tmp_path, "types.json", json.dumps(doc).encode()), "malformed")
     doc2 = {"schemaVersion": 1, "traceEvents": ["not an event"]}
     assert_bad(_write(tmp_path, "types2.json", json.dumps(doc2).encode()), "expected an object")
@@ -119,8 +128,9 @@ def test_bad_fail_on_value():
     assert "unknown verdict" in r.stderr
 
 
-@pytest.mark.parametrize(("fail_on", "code"), [("sync-bound", 3), ("data-starved", 0),
-                                               ("compute-bound,sync-bound", 3)])
+@pytest.mark.parametrize(
+    ("fail_on", "code"), [("sync-bound", 3), ("data-starved", 0), ("compute-bound,sync-bound", 3)]
+)
 def test_fail_on_gates(fail_on, code):
     assert run_cli("analyze", GOOD, "--fail-on", fail_on).returncode == code
 
@@ -144,11 +154,13 @@ def test_report_renders_headline_and_fixes():
 
 
 def test_help_and_analyze_do_not_import_tensorflow():
-    code = ("import sys; from gpudiag.cli import main; "
-            f"main(['analyze', {GOOD!r}, '--json']); "
-            "heavy = ('tensorflow', 'keras', 'xprof', 'jax', 'torch'); "
-            "bad = [m for m in heavy if m in sys.modules]; "
-            "print('IMPORTED', bad)")
+    code = (
+        "import sys; from gpudiag.cli import main; "
+        f"main(['analyze', {GOOD!r}, '--json']); "
+        "heavy = ('tensorflow', 'keras', 'xprof', 'jax', 'torch'); "
+        "bad = [m for m in heavy if m in sys.modules]; "
+        "print('IMPORTED', bad)"
+    )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert "IMPORTED []" in r.stdout
     r = run_cli("--help")
@@ -156,8 +168,10 @@ def test_help_and_analyze_do_not_import_tensorflow():
 
 
 def test_demo_without_tensorflow_says_how_to_install(tmp_path):
-    code = ("import sys; sys.modules['tensorflow'] = None; "
-            "from gpudiag.cli import main; raise SystemExit(main(['demo']))")
+    code = (
+        "import sys; sys.modules['tensorflow'] = None; "
+        "from gpudiag.cli import main; raise SystemExit(main(['demo']))"
+    )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert r.returncode == 2
     assert "pip install 'gpudiag[cpu]'" in r.stderr

@@ -15,8 +15,13 @@ pytest.importorskip("tensorflow")
 
 def test_demo_shows_both_diagnoses_and_a_measured_speedup(tmp_path):
     env = {**os.environ, "COLUMNS": "120", "TF_CPP_MIN_LOG_LEVEL": "3"}
-    r = subprocess.run([sys.executable, "-m", "gpudiag", "demo", "--quick", "--out",
-                        str(tmp_path)], capture_output=True, text=True, timeout=200, env=env)
+    r = subprocess.run(
+        [sys.executable, "-m", "gpudiag", "demo", "--quick", "--out", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=200,
+        env=env,
+    )
     assert r.returncode == 0, r.stderr[-2000:]
     out = r.stdout
     assert "DATA-STARVED" in out

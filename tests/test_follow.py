@@ -74,8 +74,12 @@ def test_follow_rejects_a_file_that_is_not_a_gpudiag_trace(tmp_path):
     p.write_text('{"traceEvents": []}\n')
     with pytest.raises(NotGpudiagTrace):
         TraceTail(str(p)).poll()
-    r = subprocess.run([sys.executable, "-m", "gpudiag", "live", "--once", "--follow", str(p)],
-                       capture_output=True, text=True, timeout=60)
+    r = subprocess.run(
+        [sys.executable, "-m", "gpudiag", "live", "--once", "--follow", str(p)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert r.returncode == 2
     assert "not a gpudiag trace" in r.stderr and "Traceback" not in r.stderr
 
@@ -92,9 +96,14 @@ def test_follow_a_real_keras_fit_and_see_the_panel_update(tmp_path):
     pytest.importorskip("tensorflow")
     trace = tmp_path / "live.json"
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
-    proc = subprocess.Popen([sys.executable, "-m", "tests.scenarios", "follow_run", str(trace)],
-                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                            text=True, env=env)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tests.scenarios", "follow_run", str(trace)],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env=env,
+    )
     follower = TraceFollower(str(trace))
     statuses = []
     try:
@@ -106,8 +115,9 @@ def test_follow_a_real_keras_fit_and_see_the_panel_update(tmp_path):
             time.sleep(0.5)
     finally:
         proc.wait(timeout=60) if follower.tail.closed else proc.kill()
-    running = [s for s in statuses if s.steps_per_s is not None and not
-               s.note.startswith("run ended")]
+    running = [
+        s for s in statuses if s.steps_per_s is not None and not s.note.startswith("run ended")
+    ]
     assert running, [s.note for s in statuses]
     assert any(s.verdict == "inconclusive" and "not reached" in s.note for s in statuses)
     final = statuses[-1]
@@ -119,8 +129,12 @@ def test_follow_a_real_keras_fit_and_see_the_panel_update(tmp_path):
     text = _frame(final)
     assert "data-starved" in text and "input wait" in text
     # live and offline agree: the same trace through gpudiag analyze
-    r = subprocess.run([sys.executable, "-m", "gpudiag", "analyze", str(trace), "--json"],
-                       capture_output=True, text=True, timeout=60)
+    r = subprocess.run(
+        [sys.executable, "-m", "gpudiag", "analyze", str(trace), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert '"verdict": "data-starved"' in r.stdout
 
 
@@ -131,9 +145,13 @@ def test_live_once_with_follow_prints_the_training_panel(tmp_path):
         for i in range(6):
             w.step(i, i * 1000.0, i * 1000.0 + 1000.0, profiled=True)
             w.timeline(one, shift_us=i * 1000.0)
-    r = subprocess.run([sys.executable, "-m", "gpudiag", "live", "--once", "--follow",
-                        str(path)], capture_output=True, text=True, timeout=60,
-                       env={**os.environ, "COLUMNS": "120"})
+    r = subprocess.run(
+        [sys.executable, "-m", "gpudiag", "live", "--once", "--follow", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "COLUMNS": "120"},
+    )
     assert r.returncode == 0, r.stderr
     assert "Training" in r.stdout and "data-starved" in r.stdout
     assert "No NVIDIA GPU visible" in r.stdout

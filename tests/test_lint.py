@@ -9,8 +9,7 @@ from gpudiag.record.lint import InputFacts, describe_input, run_config
 
 
 def lint(facts, replicas=1, params=None, has_batchnorm=False):
-    return rules.lint(run_config(facts, replicas=replicas, params=params,
-                                 batchnorm=has_batchnorm))
+    return rules.lint(run_config(facts, replicas=replicas, params=params, batchnorm=has_batchnorm))
 
 
 def ids(findings):
@@ -18,8 +17,9 @@ def ids(findings):
 
 
 def test_ragged_batch_on_replicas_with_batchnorm():
-    facts = InputFacts(kind="tf.data", batch_size=33, drop_remainder=False, samples=100,
-                       prefetch=True)
+    facts = InputFacts(
+        kind="tf.data", batch_size=33, drop_remainder=False, samples=100, prefetch=True
+    )
     found = ids(lint(facts, replicas=2, params=5_000_000, has_batchnorm=True))
     assert found["batch-not-multiple-of-replicas"].evidence["remainder"] == 1
     assert "32 or 34" in found["batch-not-multiple-of-replicas"].evidence["fix"]
@@ -29,8 +29,9 @@ def test_ragged_batch_on_replicas_with_batchnorm():
 
 
 def test_drop_remainder_and_even_batch_are_clean():
-    facts = InputFacts(kind="tf.data", batch_size=64, drop_remainder=True, samples=100,
-                       prefetch=True)
+    facts = InputFacts(
+        kind="tf.data", batch_size=64, drop_remainder=True, samples=100, prefetch=True
+    )
     assert lint(facts, replicas=2, params=5_000_000, has_batchnorm=True) == []
 
 
@@ -38,16 +39,20 @@ def test_small_model_on_many_replicas():
     facts = InputFacts(kind="tf.data", batch_size=8, drop_remainder=True, prefetch=True)
     f = ids(lint(facts, replicas=4, params=2_000_000))["small-model-multi-gpu"]
     assert f.evidence["per_replica_batch"] == 2.0
-    assert "small-model-multi-gpu" in ids(lint(
-        InputFacts(kind="tf.data", batch_size=256, prefetch=True), replicas=4, params=50_000))
-    assert "small-model-multi-gpu" not in ids(lint(
-        InputFacts(kind="tf.data", batch_size=256, prefetch=True), replicas=4,
-        params=5_000_000))
+    assert "small-model-multi-gpu" in ids(
+        lint(InputFacts(kind="tf.data", batch_size=256, prefetch=True), replicas=4, params=50_000)
+    )
+    assert "small-model-multi-gpu" not in ids(
+        lint(
+            InputFacts(kind="tf.data", batch_size=256, prefetch=True), replicas=4, params=5_000_000
+        )
+    )
 
 
 def test_single_replica_has_no_replica_findings():
-    facts = InputFacts(kind="tf.data", batch_size=33, drop_remainder=False, samples=100,
-                       prefetch=True)
+    facts = InputFacts(
+        kind="tf.data", batch_size=33, drop_remainder=False, samples=100, prefetch=True
+    )
     assert lint(facts, replicas=1, params=10) == []
 
 
@@ -79,8 +84,12 @@ def test_describe_real_tf_datasets():
     assert off.auto_prefetch is False
     assert ids(lint(off))["no-prefetch"].severity == "moderate"  # a map makes prefetch matter
 
-    good = (tf.data.Dataset.range(100).map(lambda x: x, num_parallel_calls=tf.data.AUTOTUNE)
-            .batch(32, drop_remainder=True).prefetch(tf.data.AUTOTUNE))
+    good = (
+        tf.data.Dataset.range(100)
+        .map(lambda x: x, num_parallel_calls=tf.data.AUTOTUNE)
+        .batch(32, drop_remainder=True)
+        .prefetch(tf.data.AUTOTUNE)
+    )
     facts = describe_input(good)
     assert facts.parallel_maps == 1 and facts.prefetch and facts.drop_remainder is True
     assert lint(facts) == []
@@ -89,8 +98,9 @@ def test_describe_real_tf_datasets():
     assert describe_input(gen).python_source
 
 
-@pytest.mark.parametrize(("value", "expected"), [
-    (None, None), ("0,2", [0, 2]), ("", []), ("GPU-5d3e1c2a-aaaa", None)])
+@pytest.mark.parametrize(
+    ("value", "expected"), [(None, None), ("0,2", [0, 2]), ("", []), ("GPU-5d3e1c2a-aaaa", None)]
+)
 def test_visible_gpu_indices(monkeypatch, value, expected):
     pytest.importorskip("keras")
     from gpudiag.callback import visible_gpu_indices

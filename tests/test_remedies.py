@@ -29,16 +29,24 @@ def titles(d) -> list[str]:
     return [s.title for s in d.suggestions]
 
 
-NATIVE_SEQ = {"input_kind": "tf.data", "sequential_maps": 1, "parallel_maps": 0,
-              "root_prefetch": True}
+NATIVE_SEQ = {
+    "input_kind": "tf.data",
+    "sequential_maps": 1,
+    "parallel_maps": 0,
+    "root_prefetch": True,
+}
 GIL_MAP = {**NATIVE_SEQ, "python_ops": True}
-GIL_HELD = {"gil_lateness": 8.0, "gil_reference_lateness": 0.2, "gil_lateness_p50": 0.3,
-            "cpu_total": 70.0, "cpu_process": 130.0}
+GIL_HELD = {
+    "gil_lateness": 8.0,
+    "gil_reference_lateness": 0.2,
+    "gil_lateness_p50": 0.3,
+    "cpu_total": 70.0,
+    "cpu_process": 130.0,
+}
 
 
 def test_native_sequential_map_gets_parallel_map_only():
-    d = run(NATIVE_SEQ, {"cpu_total": 55.0, "cpu_process": 110.0},
-            input_frac=0.4, compute_frac=0.5)
+    d = run(NATIVE_SEQ, {"cpu_total": 55.0, "cpu_process": 110.0}, input_frac=0.4, compute_frac=0.5)
     assert titles(d) == [PARALLEL]
     s = d.suggestions[0]
     # producer spread over the 2 cores; the rest of the step (60%) bounds it below 1/0.6
@@ -60,8 +68,13 @@ def test_python_that_waits_gets_parallel_map_too():
 
 
 def test_nothing_already_on_is_suggested():
-    on = {"input_kind": "tf.data", "sequential_maps": 0, "parallel_maps": 2, "prefetch": True,
-          "root_prefetch": True}
+    on = {
+        "input_kind": "tf.data",
+        "sequential_maps": 0,
+        "parallel_maps": 2,
+        "prefetch": True,
+        "root_prefetch": True,
+    }
     d = run(on, {"cpu_total": 55.0, "cpu_process": 110.0}, input_frac=0.4, compute_frac=0.5)
     assert PARALLEL not in titles(d)
     assert not any("refetch" in t for t in titles(d))
@@ -78,20 +91,30 @@ def test_prefetch_only_when_tensorflow_adds_none():
 
 
 def test_pydataset_with_enough_process_workers_gets_no_worker_advice():
-    done = {"input_kind": "pydataset", "python_ops": True, "workers": 2,
-            "use_multiprocessing": True, "root_prefetch": True}
+    done = {
+        "input_kind": "pydataset",
+        "python_ops": True,
+        "workers": 2,
+        "use_multiprocessing": True,
+        "root_prefetch": True,
+    }
     d = run(done, {"cpu_total": 60.0, "cpu_process": 120.0}, input_frac=0.3, compute_frac=0.6)
     assert "python-generator" not in d.finding_ids
     assert not any("worker" in t for t in titles(d))
     threads = {**done, "use_multiprocessing": False, "workers": 1}
-    assert WORKERS in titles(run(threads, {"cpu_total": 60.0, "cpu_process": 120.0},
-                                 input_frac=0.3, compute_frac=0.6))
+    assert WORKERS in titles(
+        run(threads, {"cpu_total": 60.0, "cpu_process": 120.0}, input_frac=0.3, compute_frac=0.6)
+    )
 
 
 def test_saturated_cpu_gets_less_work_and_no_parallelism():
     # the run itself keeps both cores busy: more parallelism cannot help, and says so once
-    d = run(NATIVE_SEQ, {"cpu_total": 99.0, "cpu_process": 198.0, "cpu_others": 0.0},
-            input_frac=0.4, compute_frac=0.5)
+    d = run(
+        NATIVE_SEQ,
+        {"cpu_total": 99.0, "cpu_process": 198.0, "cpu_others": 0.0},
+        input_frac=0.4,
+        compute_frac=0.5,
+    )
     assert "cpu-saturated" in d.finding_ids
     assert titles(d) == ["Do less CPU work per sample"]
 
@@ -112,16 +135,14 @@ def test_xla_only_on_accelerators_and_only_when_off():
     gpu = {"jit_compile": False, "precision": "mixed_float16"}
     d = run(gpu, device="GPU 0", compute_frac=0.9)
     assert "xla-off" in d.finding_ids and "Compile the model with XLA" in titles(d)
-    assert "xla-off" not in run({"jit_compile": True}, device="GPU 0",
-                                compute_frac=0.9).finding_ids
+    assert "xla-off" not in run({"jit_compile": True}, device="GPU 0", compute_frac=0.9).finding_ids
     assert "xla-off" not in run({"jit_compile": False}, compute_frac=0.9).finding_ids  # CPU
     assert "full-precision" not in d.finding_ids  # mixed precision already on
 
 
 def test_gpu_idle_gaps_never_on_a_cpu_run():
     assert "gpu-idle-gaps" not in run({}, input_frac=0.4, compute_frac=0.5).finding_ids
-    assert "gpu-idle-gaps" in run({}, device="GPU 0", input_frac=0.4,
-                                  compute_frac=0.5).finding_ids
+    assert "gpu-idle-gaps" in run({}, device="GPU 0", input_frac=0.4, compute_frac=0.5).finding_ids
 
 
 def test_cpu_contention_from_other_processes():
@@ -135,20 +156,31 @@ def test_cpu_contention_from_other_processes():
 
 
 def test_small_batch_and_steps_per_execution():
-    d = run({"global_batch": 8, "replicas": 1}, {"cpu_total": 60.0, "cpu_process": 110.0},
-            compute_frac=0.85)
+    d = run(
+        {"global_batch": 8, "replicas": 1},
+        {"cpu_total": 60.0, "cpu_process": 110.0},
+        compute_frac=0.85,
+    )
     s = next(s for s in d.suggestions if s.finding == "small-batch")
     fixed, use = 0.15, 1.10 / 2
-    assert s.expected_gain_range == [round(batch_scaled(fixed, 4), 2),
-                                     round(1 / (fixed / 4 + (1 - fixed) * use), 2)]
+    assert s.expected_gain_range == [
+        round(batch_scaled(fixed, 4), 2),
+        round(1 / (fixed / 4 + (1 - fixed) * use), 2),
+    ]
     tiny = run({"steps_per_execution": 1}, step_us=2000.0, compute_frac=0.4)
     assert "host-overhead" in tiny.finding_ids
     assert "Run 8 steps per execution" in titles(tiny)
-    assert "host-overhead" not in run({"steps_per_execution": 8}, step_us=2000.0,
-                                      compute_frac=0.4).finding_ids
+    assert (
+        "host-overhead"
+        not in run({"steps_per_execution": 8}, step_us=2000.0, compute_frac=0.4).finding_ids
+    )
     # a starved step waits for input: fewer dispatches would not feed it (measured 0.91×)
-    assert "host-overhead" not in run({"steps_per_execution": 1}, step_us=2000.0,
-                                      input_frac=0.3, compute_frac=0.2).finding_ids
+    assert (
+        "host-overhead"
+        not in run(
+            {"steps_per_execution": 1}, step_us=2000.0, input_frac=0.3, compute_frac=0.2
+        ).finding_ids
+    )
 
 
 def test_gain_model_pieces():
@@ -165,10 +197,22 @@ def test_every_rule_is_registered_once_with_an_id_and_scope():
     ids = [r.ID for r in rules.RULES]
     assert len(ids) == len(set(ids))
     assert all(r.SCOPE in ("rank", "run") for r in rules.RULES)
-    stable = {"gil-pressure", "cpu-saturated", "sequential-map", "no-prefetch",
-              "python-generator", "slow-source", "host-to-device-heavy", "exposed-collectives",
-              "straggler", "batch-not-multiple-of-replicas", "partial-last-batch",
-              "small-model-multi-gpu", "gpu-idle-gaps", "kernel-launch-bound"}
+    stable = {
+        "gil-pressure",
+        "cpu-saturated",
+        "sequential-map",
+        "no-prefetch",
+        "python-generator",
+        "slow-source",
+        "host-to-device-heavy",
+        "exposed-collectives",
+        "straggler",
+        "batch-not-multiple-of-replicas",
+        "partial-last-batch",
+        "small-model-multi-gpu",
+        "gpu-idle-gaps",
+        "kernel-launch-bound",
+    }
     assert stable <= set(ids)
 
 

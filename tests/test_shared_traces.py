@@ -82,8 +82,11 @@ def test_rocm_device_names_are_read():
 
 
 def test_breakdowns_sum_to_one_everywhere():
-    for rel in ["resnet50_dataloader_workers0.pt.trace.json.gz",
-                "a100_overlapped_comm.json.gz", "nccl_world128_rank0.json.gz"]:
+    for rel in [
+        "resnet50_dataloader_workers0.pt.trace.json.gz",
+        "a100_overlapped_comm.json.gz",
+        "nccl_world128_rank0.json.gz",
+    ]:
         d = _diag(rel)
         assert set(CATEGORIES) <= set(d.breakdown)
         assert sum(d.breakdown.values()) == pytest.approx(1.0)
@@ -110,8 +113,9 @@ def test_xplane_breakdown_matches_xprof_overview():
 
 
 def test_several_files_are_ranks():
-    tls = load_timelines([sample("nccl_world128_rank0.json.gz"),
-                          sample("a100_overlapped_comm.json.gz")])
+    tls = load_timelines(
+        [sample("nccl_world128_rank0.json.gz"), sample("a100_overlapped_comm.json.gz")]
+    )
     d = diagnose(tls)
     assert [r.label for r in d.ranks] == ["rank 0", "rank 3"]
     assert {r.verdict for r in d.ranks} == {"sync-bound"}

@@ -19,7 +19,10 @@ def test_subtract_cuts_holes():
     b = Intervals([10.0, 30.0, 55.0], [20.0, 45.0, 70.0])
     d = subtract(a, b)
     assert list(zip(d.starts.tolist(), d.ends.tolist(), strict=True)) == [
-        (0.0, 10.0), (20.0, 30.0), (50.0, 55.0)]
+        (0.0, 10.0),
+        (20.0, 30.0),
+        (50.0, 55.0),
+    ]
 
 
 def test_subtract_nothing_and_everything():

@@ -138,8 +138,9 @@ def test_live_follow_verdict_moves_with_the_run(tmp_path):
     verdicts = []
     t = 1_000_000.0
     for e, input_frac in enumerate([0.7, 0.02, 0.02, 0.02]):
-        one = periodic(steps=1, step_us=10_000, input_frac=input_frac,
-                       compute_frac=0.9 - input_frac)
+        one = periodic(
+            steps=1, step_us=10_000, input_frac=input_frac, compute_frac=0.9 - input_frac
+        )
         start = t
         for k in range(30):
             inside = 10 <= k < 10 + WINDOW

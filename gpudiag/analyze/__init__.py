@@ -28,6 +28,7 @@ from gpudiag.trace.timeline import Timeline
 
 __all__ = ["Diagnosis", "diagnose"]
 
+
 def _labels(timelines: list[Timeline]) -> list[str]:
     labels = []
     for i, tl in enumerate(timelines):
@@ -47,11 +48,15 @@ def _inconclusive_reason(timelines: list[Timeline], parts: list[Breakdown]) -> s
     if any(p.steps_analyzed for p in parts):
         return None
     if not any(len(tl.steps) for tl in timelines):
-        return ("no training steps found in the trace (no ProfilerStep#N, step markers or "
-                "gpudiag step events), so time cannot be attributed per step")
+        return (
+            "no training steps found in the trace (no ProfilerStep#N, step markers or "
+            "gpudiag step events), so time cannot be attributed per step"
+        )
     if not any(tl.has_device_activity() for tl in timelines):
-        return ("no device activity recorded (no GPU kernels, copies or compute-thread events), "
-                "so device time cannot be measured")
+        return (
+            "no device activity recorded (no GPU kernels, copies or compute-thread events), "
+            "so device time cannot be measured"
+        )
     return "device activity and training steps do not overlap in time"
 
 
@@ -68,8 +73,11 @@ def _merge_findings(groups: list[list[Finding]], labels: list[str]) -> list[Find
                 best[f.id] = f
     if len(labels) > 1:
         for fid, f in best.items():
-            f.evidence = {**f.evidence, "ranks_affected": len(set(count[fid])),
-                          "ranks_total": len(labels)}
+            f.evidence = {
+                **f.evidence,
+                "ranks_affected": len(set(count[fid])),
+                "ranks_total": len(labels),
+            }
     return sorted(best.values(), key=lambda f: order[f.severity])
 
 
@@ -86,10 +94,16 @@ def config_of(tl: Timeline, cpu_count: int | None = None) -> RunConfig:
         cfg.input_kind = "tf.data"
     if pipe.get("dataloader_workers") is not None and cfg.input_kind is None:
         cfg.input_kind = "dataloader"
-    cfg.fill(RunConfig(framework=meta.framework or None, device_type=meta.device_type or None,
-                       replicas=meta.replicas, global_batch=meta.batch_size,
-                       cores=cpu_count or _int(meta.extra.get("cpu_count")),
-                       params=_int(meta.extra.get("params"))))
+    cfg.fill(
+        RunConfig(
+            framework=meta.framework or None,
+            device_type=meta.device_type or None,
+            replicas=meta.replicas,
+            global_batch=meta.batch_size,
+            cores=cpu_count or _int(meta.extra.get("cpu_count")),
+            params=_int(meta.extra.get("params")),
+        )
+    )
     return cfg
 
 
@@ -100,22 +114,25 @@ def _int(x: object) -> int | None:
         return None
 
 
-def _rank_findings(tl: Timeline, b: Breakdown | None, gaps: list[Gaps], cfg: RunConfig,
-                   host: HostFacts) -> list[Finding]:
+def _rank_findings(
+    tl: Timeline, b: Breakdown | None, gaps: list[Gaps], cfg: RunConfig, host: HostFacts
+) -> list[Finding]:
     found = rules.detect(RankEvidence(tl, b, gaps, cfg, host))
     if not cfg.to_dict() or not tl.meta.config.to_dict():
         # a trace without a recorded configuration: keep the lints its recorder made
         ids = {f.id for f in found}
-        found += [Finding(f.id, f.severity, f.title, dict(f.evidence), "lint")
-                  for f in tl.findings if f.id not in ids]
+        found += [
+            Finding(f.id, f.severity, f.title, dict(f.evidence), "lint")
+            for f in tl.findings
+            if f.id not in ids
+        ]
     return found
 
 
 def diagnose(timelines: list[Timeline], cpu_count: int | None = None) -> Diagnosis:
     """Diagnose one run from one or more Timelines (ranks)."""
     if not timelines:
-        return Diagnosis("inconclusive", 0.0, "no timelines to analyze",
-                         merge_breakdowns([]))
+        return Diagnosis("inconclusive", 0.0, "no timelines to analyze", merge_breakdowns([]))
     labels = _labels(timelines)
     runs = [whole_run(tl) for tl in timelines]  # windows weighted by the time they stand for
     parts = [r.breakdown for r in runs]
@@ -126,9 +143,13 @@ def diagnose(timelines: list[Timeline], cpu_count: int | None = None) -> Diagnos
     sources = sorted({tl.meta.source for tl in timelines if tl.meta.source})
     producer = ", ".join(sorted({tl.meta.producer for tl in timelines}))
     ranks = [
-        RankSummary(label, decide(b.shares)[0] if b.steps_analyzed else "inconclusive",
-                    {k: round(v, 4) for k, v in b.shares.items()}, b.steps_analyzed,
-                    round(b.step_time_us / 1000.0, 3))
+        RankSummary(
+            label,
+            decide(b.shares)[0] if b.steps_analyzed else "inconclusive",
+            {k: round(v, 4) for k, v in b.shares.items()},
+            b.steps_analyzed,
+            round(b.step_time_us / 1000.0, 3),
+        )
         for label, b in zip(labels, parts, strict=True)
     ]
     devices = _device_rows(labels, parts, gaps)
@@ -144,19 +165,34 @@ def diagnose(timelines: list[Timeline], cpu_count: int | None = None) -> Diagnos
         # who the ranks wait for shows in the callback's step timing even without a profile
         findings += [waited_for] if waited_for else []
         shares = merge_breakdowns([])
-        situation = Situation(shares, "inconclusive", configs[0], hosts[0],
-                              {f.id: f for f in findings})
-        return Diagnosis("inconclusive", 0.0, reason, shares, findings,
-                         rules.advise(findings, situation),
-                         ranks, devices, steps, [], limitations, sources, producer,
-                         run=runs[0].to_dict())
+        situation = Situation(
+            shares, "inconclusive", configs[0], hosts[0], {f.id: f for f in findings}
+        )
+        return Diagnosis(
+            "inconclusive",
+            0.0,
+            reason,
+            shares,
+            findings,
+            rules.advise(findings, situation),
+            ranks,
+            devices,
+            steps,
+            [],
+            limitations,
+            sources,
+            producer,
+            run=runs[0].to_dict(),
+        )
     findings += rules.detect_run(RunEvidence(labels, parts, waited_for))
     shares = merge_breakdowns(parts)
     judged = as_judged(shares, configs[0])
     verdict, confidence, why = decide(judged)
     if judged is not shares:
-        why += (" (with host time Keras spends pulling batches from Python code, "
-                f"{round(100 * shares['other'])}% of step time, counted as input wait)")
+        why += (
+            " (with host time Keras spends pulling batches from Python code, "
+            f"{round(100 * shares['other'])}% of step time, counted as input wait)"
+        )
     if runs[0].disagree:
         confidence *= 0.8
     if runs[0].note:
@@ -168,27 +204,42 @@ def diagnose(timelines: list[Timeline], cpu_count: int | None = None) -> Diagnos
     contention = next((f for f in findings if f.id == "cpu-contention"), None)
     if contention is not None:
         confidence *= 0.6  # a neighbour distorts every figure of this run
-        why += (f"; other processes took {contention.evidence['cpu_other_processes_p50_pct']}"
-                "% of the host CPU meanwhile, so this may not be the run's own bottleneck")
+        why += (
+            f"; other processes took {contention.evidence['cpu_other_processes_p50_pct']}"
+            "% of the host CPU meanwhile, so this may not be the run's own bottleneck"
+        )
     first = next(b for b in parts if b.steps_analyzed)
-    situation = Situation(judged, verdict, configs[0], hosts[0], {f.id: f for f in findings},
-                          steps.get("median_ms"))  # type: ignore[arg-type]
+    situation = Situation(
+        judged, verdict, configs[0], hosts[0], {f.id: f for f in findings}, steps.get("median_ms")
+    )  # type: ignore[arg-type]
     return Diagnosis(
-        verdict, round(confidence, 3), why, shares, findings,
+        verdict,
+        round(confidence, 3),
+        why,
+        shares,
+        findings,
         rules.advise(findings, situation),
-        ranks, devices, steps, first.per_step[:200], limitations, sources, producer,
+        ranks,
+        devices,
+        steps,
+        first.per_step[:200],
+        limitations,
+        sources,
+        producer,
         activity_strips(timelines, labels, [b.per_step for b in parts]),
         run=runs[0].to_dict(),
     )
 
 
-def _rank_waits(timelines: list[Timeline], labels: list[str], ranks: list[RankSummary]
-                ) -> Finding | None:
+def _rank_waits(
+    timelines: list[Timeline], labels: list[str], ranks: list[RankSummary]
+) -> Finding | None:
     """Who the ranks wait for (arrival order at the collectives); fills the rank table."""
     if len(timelines) < 2:
         return None
     finding, table, _ = find_waited_for(
-        [RankTiming.of(tl, label) for tl, label in zip(timelines, labels, strict=True)])
+        [RankTiming.of(tl, label) for tl, label in zip(timelines, labels, strict=True)]
+    )
     for row, summary in zip(table, ranks, strict=False):
         summary.work_ms, summary.wait_ms = row.work_ms, row.wait_ms
         summary.clock_offset_ms = row.clock_offset_ms
@@ -197,18 +248,29 @@ def _rank_waits(timelines: list[Timeline], labels: list[str], ranks: list[RankSu
     return finding
 
 
-def _device_rows(labels: list[str], parts: list[Breakdown], gaps: list[list[Gaps]]
-                 ) -> list[DeviceSummary]:
+def _device_rows(
+    labels: list[str], parts: list[Breakdown], gaps: list[list[Gaps]]
+) -> list[DeviceSummary]:
     rows = []
     for label, b, g in zip(labels, parts, gaps, strict=True):
         by_dev = {x.device: x for x in g}
         for d in b.devices:
             gd = by_dev.get(d.device, Gaps(d.device))
-            rows.append(DeviceSummary(
-                label, d.device, round(d.busy, 4), round(d.shares["compute"], 4),
-                round(d.shares["sync"], 4), round(d.shares["transfer"], 4),
-                round(d.collective_total, 4), gd.count, round(gd.longest_us / 1000.0, 3),
-                round(gd.share, 4), round(gd.boundary_share, 4)))
+            rows.append(
+                DeviceSummary(
+                    label,
+                    d.device,
+                    round(d.busy, 4),
+                    round(d.shares["compute"], 4),
+                    round(d.shares["sync"], 4),
+                    round(d.shares["transfer"], 4),
+                    round(d.collective_total, 4),
+                    gd.count,
+                    round(gd.longest_us / 1000.0, 3),
+                    round(gd.share, 4),
+                    round(gd.boundary_share, 4),
+                )
+            )
     return rows
 
 

@@ -232,12 +232,22 @@ def whole_run(tl: Timeline) -> RunView:
         if not sel:
             continue
         wts = durs[sel] / durs[sel].sum()
-        shares = normalised(dict(zip(CATEGORIES, (rows[sel] * wts[:, None]).sum(axis=0)
-                                     .tolist(), strict=True)))
+        shares = normalised(
+            dict(zip(CATEGORIES, (rows[sel] * wts[:, None]).sum(axis=0).tolist(), strict=True))
+        )
         s, e = float(st.start[idx].min()), float(st.end[idx].max())
         k = min(int(np.searchsorted(r.start, s, side="left")), len(r) - 1)
-        views.append(WindowView(s, e, int(j - i), int(epochs[k]) if tl.spans.get(SPAN_EPOCH)
-                                else None, str(phase[k]), shares, decide(shares)[0]))
+        views.append(
+            WindowView(
+                s,
+                e,
+                int(j - i),
+                int(epochs[k]) if tl.spans.get(SPAN_EPOCH) else None,
+                str(phase[k]),
+                shares,
+                decide(shares)[0],
+            )
+        )
     if len(views) <= 1:
         view.windows = views
         if view.windows:

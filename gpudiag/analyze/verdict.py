@@ -1,6 +1,6 @@
 """Verdict and confidence from the merged step-time shares. Pure; rules in docs/thresholds.md.
 
-    verdict, confidence, reason = decide(shares)
+verdict, confidence, reason = decide(shares)
 """
 
 from __future__ import annotations

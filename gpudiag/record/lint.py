@@ -142,8 +142,11 @@ def describe_input(data: Any) -> InputFacts:
     """Facts about whatever the user passes to ``fit`` (or to ``DiagnoseCallback(dataset=)``)."""
     if data is None:
         return InputFacts()
-    if inspect.isgenerator(data) or (hasattr(data, "__next__") and hasattr(data, "__iter__")
-                                     and not hasattr(data, "element_spec")):
+    if inspect.isgenerator(data) or (
+        hasattr(data, "__next__")
+        and hasattr(data, "__iter__")
+        and not hasattr(data, "element_spec")
+    ):
         # Keras wraps a generator in its own prefetching iterator
         return InputFacts(kind="generator", python_source=True, workers=1, auto_prefetch=True)
     if hasattr(data, "element_spec") and hasattr(data, "_variant_tensor"):
@@ -158,10 +161,14 @@ def describe_input(data: Any) -> InputFacts:
             batch = len(x) if hasattr(x, "__len__") else None
         except Exception:
             batch = None
-        return InputFacts(kind="pydataset", python_source=True, batch_size=batch,
-                          workers=int(getattr(data, "workers", 1) or 1),
-                          use_multiprocessing=bool(getattr(data, "use_multiprocessing", False)),
-                          auto_prefetch=True)
+        return InputFacts(
+            kind="pydataset",
+            python_source=True,
+            batch_size=batch,
+            workers=int(getattr(data, "workers", 1) or 1),
+            use_multiprocessing=bool(getattr(data, "use_multiprocessing", False)),
+            auto_prefetch=True,
+        )
     if hasattr(data, "shape"):
         return InputFacts(kind="array", samples=int(data.shape[0]) if data.shape else None)
     return InputFacts()
@@ -186,17 +193,32 @@ def _model_config(model: Any) -> dict[str, Any]:
     return out
 
 
-def run_config(facts: InputFacts, model: Any = None, replicas: int = 1,
-               framework: str | None = None, params: int | None = None,
-               batchnorm: bool | None = None, batch_size: int | None = None) -> RunConfig:
+def run_config(
+    facts: InputFacts,
+    model: Any = None,
+    replicas: int = 1,
+    framework: str | None = None,
+    params: int | None = None,
+    batchnorm: bool | None = None,
+    batch_size: int | None = None,
+) -> RunConfig:
     """The run's configuration from the input facts and the (compiled) model."""
     cfg = RunConfig(
-        framework=framework, training=True, params=params, batchnorm=batchnorm,
-        input_kind=facts.kind, replicas=replicas, cores=available_cores(),
-        global_batch=facts.batch_size or batch_size, samples=facts.samples,
-        drop_remainder=facts.drop_remainder, file_source=facts.file_source,
-        workers=facts.workers, use_multiprocessing=facts.use_multiprocessing,
-        root_prefetch=facts.auto_prefetch, python_ops=facts.python_source or None,
+        framework=framework,
+        training=True,
+        params=params,
+        batchnorm=batchnorm,
+        input_kind=facts.kind,
+        replicas=replicas,
+        cores=available_cores(),
+        global_batch=facts.batch_size or batch_size,
+        samples=facts.samples,
+        drop_remainder=facts.drop_remainder,
+        file_source=facts.file_source,
+        workers=facts.workers,
+        use_multiprocessing=facts.use_multiprocessing,
+        root_prefetch=facts.auto_prefetch,
+        python_ops=facts.python_source or None,
     )
     if facts.kind == "tf.data":
         cfg.prefetch = facts.prefetch

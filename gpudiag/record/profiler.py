@@ -42,9 +42,15 @@ class WindowSchedule:
     their measured cost exceeds ``budget_s`` plus ``budget_share`` of the elapsed time.
     """
 
-    def __init__(self, first_step: int, steps: int, max_windows: int = 8,
-                 min_gap_s: float = 60.0, budget_s: float = 1.0,
-                 budget_share: float = 0.01) -> None:
+    def __init__(
+        self,
+        first_step: int,
+        steps: int,
+        max_windows: int = 8,
+        min_gap_s: float = 60.0,
+        budget_s: float = 1.0,
+        budget_share: float = 0.01,
+    ) -> None:
         self.first_step = first_step
         self.steps = steps
         self.max_windows = max_windows
@@ -54,8 +60,9 @@ class WindowSchedule:
         self.opened: list[tuple[int, int, float]] = []  # (global step, epoch, monotonic s)
         self.cost_s = 0.0  # measured: start + stop on the training thread + decode
 
-    def due(self, step: int, epoch: int, epoch_step: int, in_epoch_step: int, now: float,
-            start: float) -> bool:
+    def due(
+        self, step: int, epoch: int, epoch_step: int, in_epoch_step: int, now: float, start: float
+    ) -> bool:
         if len(self.opened) >= self.max_windows:
             return False
         if not self.opened:
@@ -79,8 +86,9 @@ class WindowSchedule:
 class ProfilerWindow:
     """Profiles steps ``[first_step, first_step + steps)`` of the first epoch it sees."""
 
-    def __init__(self, backend: str, first_step: int = 5, steps: int = 5,
-                 keep_dir: str | None = None) -> None:
+    def __init__(
+        self, backend: str, first_step: int = 5, steps: int = 5, keep_dir: str | None = None
+    ) -> None:
         self.backend = backend
         self.keep_dir = keep_dir  # copy the raw profile here (for TensorBoard / xprof)
         self.first_step = max(0, first_step)
@@ -119,8 +127,10 @@ class ProfilerWindow:
         t0 = time.perf_counter()
         other = user_profiler_running(self.backend)
         if other:
-            self.problem = (f"profiler window at step {self.first_step} skipped: {other} "
-                            "(gpudiag never stops or shares another profiler session)")
+            self.problem = (
+                f"profiler window at step {self.first_step} skipped: {other} "
+                "(gpudiag never stops or shares another profiler session)"
+            )
             return
         try:
             self.logdir = tempfile.mkdtemp(prefix="gpudiag-profile-")
@@ -200,7 +210,8 @@ class ProfilerWindow:
                 elif self._torch_prof is not None:
                     self._torch_prof.__exit__(None, None, None)
                     self._torch_prof.export_chrome_trace(
-                        os.path.join(self.logdir, "torch.pt.trace.json"))
+                        os.path.join(self.logdir, "torch.pt.trace.json")
+                    )
         except Exception as e:
             self.problem = f"profiler window could not stop ({type(e).__name__}: {e})"
         finally:

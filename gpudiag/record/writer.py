@@ -99,8 +99,13 @@ def claim_path(template: str, rank: int | None = None) -> str:
 
 
 class TraceWriter:
-    def __init__(self, path: str, meta: Metadata, flush_every: float = 2.0,
-                 on_error: Callable[[str], None] | None = None) -> None:
+    def __init__(
+        self,
+        path: str,
+        meta: Metadata,
+        flush_every: float = 2.0,
+        on_error: Callable[[str], None] | None = None,
+    ) -> None:
         self.path = path
         self.flush_every = flush_every
         self.on_error = on_error
@@ -129,16 +134,38 @@ class TraceWriter:
             self._fail(e)
         header = {k: v for k, v in meta.__dict__.items() if k != "source"}
         header["config"] = meta.config.to_dict()
-        line = _dumps({"ph": "M", "name": META_EVENT, "pid": 0, "tid": 0,
-                       "args": {"format": FORMAT_NAME, "version": FORMAT_VERSION, **header}})
+        line = _dumps(
+            {
+                "ph": "M",
+                "name": META_EVENT,
+                "pid": 0,
+                "tid": 0,
+                "args": {"format": FORMAT_NAME, "version": FORMAT_VERSION, **header},
+            }
+        )
         self._header = json.loads(line)["args"]
         self._write_line(line)
-        self._write({"ph": "M", "name": "process_name", "pid": HOST_PID, "tid": 0,
-                     "args": {"name": "host (gpudiag)"}})
-        self._write({"ph": "M", "name": "thread_name", "pid": HOST_PID, "tid": 1,
-                     "args": {"name": "steps"}})
-        self._write({"ph": "M", "name": "thread_name", "pid": HOST_PID, "tid": 2,
-                     "args": {"name": "input wait"}})
+        self._write(
+            {
+                "ph": "M",
+                "name": "process_name",
+                "pid": HOST_PID,
+                "tid": 0,
+                "args": {"name": "host (gpudiag)"},
+            }
+        )
+        self._write(
+            {"ph": "M", "name": "thread_name", "pid": HOST_PID, "tid": 1, "args": {"name": "steps"}}
+        )
+        self._write(
+            {
+                "ph": "M",
+                "name": "thread_name",
+                "pid": HOST_PID,
+                "tid": 2,
+                "args": {"name": "input wait"},
+            }
+        )
         self.flush()
 
     # ---- low level -------------------------------------------------------------------------
@@ -148,8 +175,9 @@ class TraceWriter:
         line = _dumps(ev)
         self._write_line(line, ev if exact else json.loads(line))
 
-    def _write_line(self, line: str, parsed: dict[str, Any] | None = None,
-                    step: tuple[Any, ...] | None = None) -> None:
+    def _write_line(
+        self, line: str, parsed: dict[str, Any] | None = None, step: tuple[Any, ...] | None = None
+    ) -> None:
         with self._lock:
             if self.closed:
                 return
@@ -162,8 +190,10 @@ class TraceWriter:
             self._first = False
             self.events += 1
             self._add(data)
-            if (self._pending_bytes >= WRITE_CHUNK
-                    or time.monotonic() - self._last_flush >= self.flush_every):
+            if (
+                self._pending_bytes >= WRITE_CHUNK
+                or time.monotonic() - self._last_flush >= self.flush_every
+            ):
                 self._flush_locked()
 
     def _add(self, data: bytes) -> None:
@@ -182,7 +212,7 @@ class TraceWriter:
         view = memoryview(data)
         try:
             while view:
-                view = view[os.write(self._fd, view):]
+                view = view[os.write(self._fd, view) :]
         except OSError as e:
             self._fail(e)
 
@@ -191,7 +221,8 @@ class TraceWriter:
         if self.failed is not None:
             return
         self.failed = f"{e.strerror or type(e).__name__}" + (
-            f" (errno {e.errno})" if e.errno else "")
+            f" (errno {e.errno})" if e.errno else ""
+        )
         self.dropped += len(self._pending)
         self._pending, self._pending_bytes = [], 0
         if self.on_error is not None:
@@ -232,12 +263,20 @@ class TraceWriter:
         if pid is None:
             pid = DEVICE_PID_BASE + len(self._device_pids)
             self._device_pids[device] = pid
-            self._write({"ph": "M", "name": "process_name", "pid": pid, "tid": 0,
-                         "args": {"name": device}})
+            self._write(
+                {"ph": "M", "name": "process_name", "pid": pid, "tid": 0, "args": {"name": device}}
+            )
         return pid
 
-    def step(self, index: int, start_us: float, end_us: float, profiled: bool = False,
-             call: tuple[float, float] | None = None, batches: int = 1) -> None:
+    def step(
+        self,
+        index: int,
+        start_us: float,
+        end_us: float,
+        profiled: bool = False,
+        call: tuple[float, float] | None = None,
+        batches: int = 1,
+    ) -> None:
         """One training step; ``call`` is the train-function call inside it (start, end);
         ``batches`` > 1 when Keras runs several per call (steps_per_execution). Outside
         windows and after the first ``FULL_STEPS``, steps are gathered into groups."""
@@ -263,9 +302,16 @@ class TraceWriter:
             f'{{"ph":"X","cat":"{CAT_STEP}","name":"step {int(index)}","pid":{HOST_PID},'
             f'"tid":1,"ts":{ts},"dur":{dur},'
             f'"args":{{"step":{int(index)},"profiled":{"true" if profiled else "false"}'
-            f'{extra}}}}}',
-            step=(int(index), float(ts), float(ts) + float(dur), profiled, read_call,
-                  max(1, int(batches))))
+            f"{extra}}}}}",
+            step=(
+                int(index),
+                float(ts),
+                float(ts) + float(dur),
+                profiled,
+                read_call,
+                max(1, int(batches)),
+            ),
+        )
 
     def _flush_group(self) -> None:
         """Write the pending steps as one aggregate: span, batches, summed step time,
@@ -275,14 +321,26 @@ class TraceWriter:
             return
         per = sorted((e - s) / b for s, e, b in group)
         n = len(per)
-        self._write({"ph": "X", "cat": CAT_STEP_GROUP, "name": f"{n} steps", "pid": HOST_PID,
-                     "tid": 1, "ts": round(group[0][0], 3),
-                     "dur": round(group[-1][1] - group[0][0], 3),
-                     "args": {"steps": n, "batches": sum(b for _, _, b in group),
-                              "busy": round(sum(e - s for s, e, _ in group), 3),
-                              "p50": round(per[n // 2], 3),
-                              "p90": round(per[min(n - 1, (9 * n) // 10)], 3),
-                              "max": round(per[-1], 3)}}, exact=True)
+        self._write(
+            {
+                "ph": "X",
+                "cat": CAT_STEP_GROUP,
+                "name": f"{n} steps",
+                "pid": HOST_PID,
+                "tid": 1,
+                "ts": round(group[0][0], 3),
+                "dur": round(group[-1][1] - group[0][0], 3),
+                "args": {
+                    "steps": n,
+                    "batches": sum(b for _, _, b in group),
+                    "busy": round(sum(e - s for s, e, _ in group), 3),
+                    "p50": round(per[n // 2], 3),
+                    "p90": round(per[min(n - 1, (9 * n) // 10)], 3),
+                    "max": round(per[-1], 3),
+                },
+            },
+            exact=True,
+        )
 
     def detail(self, on: bool) -> None:
         """Full resolution (a profiler window is open) or aggregates (it closed)."""
@@ -303,15 +361,23 @@ class TraceWriter:
     def span(self, name: str, start_us: float, end_us: float, **args: Any) -> None:
         """A named host span: "epoch", "evaluation"."""
         self._flush_group()
-        self._write({"ph": "X", "cat": CAT_SPAN, "name": name, "pid": HOST_PID, "tid": 3,
-                     "ts": round(start_us, 3), "dur": round(end_us - start_us, 3),
-                     "args": args})
+        self._write(
+            {
+                "ph": "X",
+                "cat": CAT_SPAN,
+                "name": name,
+                "pid": HOST_PID,
+                "tid": 3,
+                "ts": round(start_us, 3),
+                "dur": round(end_us - start_us, 3),
+                "args": args,
+            }
+        )
 
     def counter(self, name: str, source: str, ts_us: float, value: float) -> None:
         if value != value:  # NaN: not measured
             return
-        if (self._detail or self._steps_seen <= FULL_STEPS
-                or name.startswith(SPARSE_COUNTERS)):
+        if self._detail or self._steps_seen <= FULL_STEPS or name.startswith(SPARSE_COUNTERS):
             self._counter(name, source, ts_us, value)
             return
         with self._agg_lock:
@@ -324,8 +390,16 @@ class TraceWriter:
             self._flush_aggs(key=(name, source))
 
     def _counter(self, name: str, source: str, ts_us: float, value: float) -> None:
-        self._write({"ph": "C", "name": name, "pid": HOST_PID, "ts": round(ts_us, 3),
-                     "args": {source: round(float(value), 4)}}, exact=True)
+        self._write(
+            {
+                "ph": "C",
+                "name": name,
+                "pid": HOST_PID,
+                "ts": round(ts_us, 3),
+                "args": {source: round(float(value), 4)},
+            },
+            exact=True,
+        )
 
     def _flush_aggs(self, key: tuple[str, str] | None = None, force: bool = False) -> None:
         """Write counter means (one event at the mean time of the samples they stand for)."""
@@ -338,23 +412,54 @@ class TraceWriter:
         del force
 
     def finding(self, f: RecordedFinding, ts_us: float | None = None) -> None:
-        self._write({"ph": "i", "s": "g", "cat": CAT_FINDING, "name": f.id, "pid": HOST_PID,
-                     "tid": 1, "ts": round(ts_us if ts_us is not None else time.time() * 1e6, 3),
-                     "args": {"severity": f.severity, "title": f.title,
-                              "evidence": f.evidence, "fix": f.fix}})
+        self._write(
+            {
+                "ph": "i",
+                "s": "g",
+                "cat": CAT_FINDING,
+                "name": f.id,
+                "pid": HOST_PID,
+                "tid": 1,
+                "ts": round(ts_us if ts_us is not None else time.time() * 1e6, 3),
+                "args": {
+                    "severity": f.severity,
+                    "title": f.title,
+                    "evidence": f.evidence,
+                    "fix": f.fix,
+                },
+            }
+        )
 
     def update_meta(self, **facts: Any) -> None:
         """Facts learnt after the header (replica count, limitations, batch size)."""
         self._write({"ph": "M", "name": META_UPDATE, "pid": 0, "tid": 0, "args": facts})
 
     def pipeline(self, facts: dict[str, Any]) -> None:
-        self._write({"ph": "i", "s": "g", "cat": CAT_PIPELINE, "name": "pipeline",
-                     "pid": HOST_PID, "tid": 2, "ts": round(time.time() * 1e6, 3),
-                     "args": facts})
+        self._write(
+            {
+                "ph": "i",
+                "s": "g",
+                "cat": CAT_PIPELINE,
+                "name": "pipeline",
+                "pid": HOST_PID,
+                "tid": 2,
+                "ts": round(time.time() * 1e6, 3),
+                "args": facts,
+            }
+        )
 
     def window(self, start_us: float, end_us: float, what: str) -> None:
-        self._write({"ph": "X", "cat": CAT_WINDOW, "name": what, "pid": HOST_PID, "tid": 1,
-                     "ts": round(start_us, 3), "dur": round(end_us - start_us, 3)})
+        self._write(
+            {
+                "ph": "X",
+                "cat": CAT_WINDOW,
+                "name": what,
+                "pid": HOST_PID,
+                "tid": 1,
+                "ts": round(start_us, 3),
+                "dur": round(end_us - start_us, 3),
+            }
+        )
 
     def timeline(self, tl: Timeline, shift_us: float = 0.0) -> None:
         """A profiler window's device activity and input waits, moved onto our clock."""
@@ -375,19 +480,40 @@ class TraceWriter:
                 rest = Intervals(rest.starts, np.maximum(rest.starts, rest.ends - BRIDGE_US))
                 first = np.searchsorted(s_sorted[cut:], rest.starts, side="left")
                 counts = [1] * cut + np.diff(np.append(first, len(s_sorted) - cut)).tolist()
-                m = Intervals(np.concatenate([s_sorted[:cut], rest.starts]),
-                              np.concatenate([e_sorted[:cut], rest.ends]))
+                m = Intervals(
+                    np.concatenate([s_sorted[:cut], rest.starts]),
+                    np.concatenate([e_sorted[:cut], rest.ends]),
+                )
             for k, (s, e) in enumerate(zip(m.starts.tolist(), m.ends.tolist(), strict=True)):
                 args: dict[str, Any] = {"device": device}
                 if counts[k] != 1:
                     args["n"] = int(counts[k])
-                self._write({"ph": "X", "cat": CAT_DEVICE + kind.value, "name": kind.value,
-                             "pid": pid, "tid": tid, "ts": round(s + shift_us, 3),
-                             "dur": round(e - s, 3), "args": args}, exact=True)
+                self._write(
+                    {
+                        "ph": "X",
+                        "cat": CAT_DEVICE + kind.value,
+                        "name": kind.value,
+                        "pid": pid,
+                        "tid": tid,
+                        "ts": round(s + shift_us, 3),
+                        "dur": round(e - s, 3),
+                        "args": args,
+                    },
+                    exact=True,
+                )
         waits = tl.input_wait.merged()
         name = max(tl.input_wait_names, key=lambda n: tl.input_wait_names[n], default="input")
         for s, e in zip(waits.starts.tolist(), waits.ends.tolist(), strict=True):
-            self._write({"ph": "X", "cat": CAT_INPUT, "name": name, "pid": HOST_PID, "tid": 2,
-                         "ts": round(s + shift_us, 3), "dur": round(e - s, 3)})
+            self._write(
+                {
+                    "ph": "X",
+                    "cat": CAT_INPUT,
+                    "name": name,
+                    "pid": HOST_PID,
+                    "tid": 2,
+                    "ts": round(s + shift_us, 3),
+                    "dur": round(e - s, 3),
+                }
+            )
         if tl.pipeline:
             self.pipeline(tl.pipeline)

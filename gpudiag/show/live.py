@@ -633,15 +633,22 @@ def plain_frame(state: LiveState) -> Lines:
         out.append(Text(clean(f"waiting for {state.follow}"), style="dim"))
     for g in state.gpus:
         frac = _mem_frac(g)
-        out.append(Text(clean(f"{g.source} util {_pct(g.util)} "
-                              f"mem {_pct(None if frac is None else 100 * frac)}")))
+        out.append(
+            Text(
+                clean(
+                    f"{g.source} util {_pct(g.util)} "
+                    f"mem {_pct(None if frac is None else 100 * frac)}"
+                )
+            )
+        )
     if not state.gpus:
         out.append(Text(clean(f"GPU: {state.gpu_reason or 'waiting'}"), style="dim"))
     h = state.host
     if h is not None:
         out.append(Text(f"cpu {_pct(h.cpu_total)} mem {_pct(h.mem_used_pct)}"))
-    out.append(Text(clean(f"gpudiag live {state.hostname} {time.strftime('%H:%M:%S')}"),
-                    style="dim"))
+    out.append(
+        Text(clean(f"gpudiag live {state.hostname} {time.strftime('%H:%M:%S')}"), style="dim")
+    )
     for t in out:
         t.overflow = "fold"
     return out
@@ -815,13 +822,18 @@ def plain_line(state: LiveState, why: bool = False) -> str:
     if not gpus:
         parts.append(f"GPU: none ({state.gpu_reason or 'not measured'})" if why else "GPU: none")
     for g in gpus:
-        mem = (f", mem {_gib(g.mem_used_mib)}/{_gib(g.mem_total_mib)} GiB"
-               if g.mem_used_mib is not None and g.mem_total_mib else "")
+        mem = (
+            f", mem {_gib(g.mem_used_mib)}/{_gib(g.mem_total_mib)} GiB"
+            if g.mem_used_mib is not None and g.mem_total_mib
+            else ""
+        )
         parts.append(f"GPU {g.index} util {_pct(g.util)}{mem}")
     h = state.host
     if h is not None:
-        parts.append(f"host CPU {_pct(h.cpu_total)} (busiest core {_pct(h.cpu_max_core)}), "
-                     f"mem {_pct(h.mem_used_pct)}")
+        parts.append(
+            f"host CPU {_pct(h.cpu_total)} (busiest core {_pct(h.cpu_max_core)}), "
+            f"mem {_pct(h.mem_used_pct)}"
+        )
     t = state.training
     if t is not None:
         rate = "—" if t.steps_per_s is None else f"{t.steps_per_s:.1f} steps/s"

@@ -109,54 +109,101 @@ def render_report(d: Diagnosis, width: int = 100) -> RenderableType:
     head.append(clean(d.reason))
     parts: list[RenderableType] = [head, Text("")]
     if d.verdict != "inconclusive" or any(d.breakdown.values()):
-        parts += [Text("Step time", style="bold"),
-                  ColourAware(lambda plain: stacked_bar(d.breakdown, bar_width, plain)),
-                  ColourAware(lambda plain: legend(d.breakdown, plain))]
+        parts += [
+            Text("Step time", style="bold"),
+            ColourAware(lambda plain: stacked_bar(d.breakdown, bar_width, plain)),
+            ColourAware(lambda plain: legend(d.breakdown, plain)),
+        ]
         st = d.steps
         if st.get("analyzed"):
-            parts.append(Text(
-                f"{st['analyzed']} of {st['count']} steps profiled; step median "
-                f"{st['median_ms']:.1f} ms, p90 {st['p90_ms']:.1f} ms", style="bright_black"))
+            parts.append(
+                Text(
+                    f"{st['analyzed']} of {st['count']} steps profiled; step median "
+                    f"{st['median_ms']:.1f} ms, p90 {st['p90_ms']:.1f} ms",
+                    style="bright_black",
+                )
+            )
         if d.per_step:
-            parts += [Text(""), Text("Per step (busy vs idle)", style="bold"),
-                      ColourAware(lambda plain: step_strip(d.per_step, bar_width, plain))]
+            parts += [
+                Text(""),
+                Text("Per step (busy vs idle)", style="bold"),
+                ColourAware(lambda plain: step_strip(d.per_step, bar_width, plain)),
+            ]
     if d.findings:
-        t = Table(title="Evidence", title_justify="left", title_style="bold", expand=False,
-                  show_edge=False, pad_edge=False)
+        t = Table(
+            title="Evidence",
+            title_justify="left",
+            title_style="bold",
+            expand=False,
+            show_edge=False,
+            pad_edge=False,
+        )
         t.add_column("severity")
         t.add_column("finding")
         t.add_column("what was measured", overflow="fold")
         for f in d.findings:
-            t.add_row(text(f.severity, style=SEVERITY_STYLE.get(f.severity, "")),
-                      text(f.id, style="bold").append("\n" + clean(f.title), style=""),
-                      text(_evidence_text(f.evidence)))
+            t.add_row(
+                text(f.severity, style=SEVERITY_STYLE.get(f.severity, "")),
+                text(f.id, style="bold").append("\n" + clean(f.title), style=""),
+                text(_evidence_text(f.evidence)),
+            )
         parts += [Text(""), t]
     if d.suggestions:
-        t = Table(title="Top fixes", title_justify="left", title_style="bold", show_edge=False,
-                  pad_edge=False)
+        t = Table(
+            title="Top fixes",
+            title_justify="left",
+            title_style="bold",
+            show_edge=False,
+            pad_edge=False,
+        )
         t.add_column("gain", justify="right")
         t.add_column("change", overflow="fold")
         for s in d.suggestions[:5]:
             gain = gain_text(s.expected_gain, s.expected_gain_range, "\n")
-            t.add_row(Text(gain, style="bold green"),
-                      text(s.title, style="bold").append(f"\n{clean(s.detail)}\n", style="")
-                      .append(clean(f"basis: {s.basis}"), style="bright_black"))
+            t.add_row(
+                Text(gain, style="bold green"),
+                text(s.title, style="bold")
+                .append(f"\n{clean(s.detail)}\n", style="")
+                .append(clean(f"basis: {s.basis}"), style="bright_black"),
+            )
         parts += [Text(""), t]
     if d.devices:
-        t = Table(title="Devices", title_justify="left", title_style="bold", show_edge=False,
-                  pad_edge=False)
-        for col in ("rank", "device", "busy", "compute", "sync", "copies", "gaps",
-                    "longest gap", "gaps at step edge"):
+        t = Table(
+            title="Devices",
+            title_justify="left",
+            title_style="bold",
+            show_edge=False,
+            pad_edge=False,
+        )
+        for col in (
+            "rank",
+            "device",
+            "busy",
+            "compute",
+            "sync",
+            "copies",
+            "gaps",
+            "longest gap",
+            "gaps at step edge",
+        ):
             t.add_column(col, justify="left" if col in ("rank", "device") else "right")
         for r in d.devices[:32]:
-            t.add_row(text(r.rank), text(r.device), f"{100 * r.busy:.0f}%",
-                      f"{100 * r.compute:.0f}%", f"{100 * r.sync:.0f}%",
-                      f"{100 * r.transfer:.0f}%", str(r.gaps),
-                      f"{r.longest_gap_ms:.1f} ms", f"{100 * r.gap_boundary_share:.0f}%")
+            t.add_row(
+                text(r.rank),
+                text(r.device),
+                f"{100 * r.busy:.0f}%",
+                f"{100 * r.compute:.0f}%",
+                f"{100 * r.sync:.0f}%",
+                f"{100 * r.transfer:.0f}%",
+                str(r.gaps),
+                f"{r.longest_gap_ms:.1f} ms",
+                f"{100 * r.gap_boundary_share:.0f}%",
+            )
         parts += [Text(""), t]
     if len(d.ranks) > 1:
-        t = Table(title="Ranks", title_justify="left", title_style="bold", show_edge=False,
-                  pad_edge=False)
+        t = Table(
+            title="Ranks", title_justify="left", title_style="bold", show_edge=False, pad_edge=False
+        )
         waits = any(r.wait_ms is not None for r in d.ranks)  # analyze/arrival.py
         cols = ["rank", "verdict", "steps", "step"] + (["work", "waits"] if waits else [])
         for col in [*cols, "input", "compute", "sync", "other"]:
@@ -164,10 +211,17 @@ def render_report(d: Diagnosis, width: int = 100) -> RenderableType:
         for rk in d.ranks[:64]:
             b = rk.breakdown
             timing = [f"{rk.work_ms or 0:.1f} ms", f"{rk.wait_ms or 0:.1f} ms"] if waits else []
-            t.add_row(text(rk.label), text(rk.verdict), str(rk.steps), f"{rk.step_ms:.1f} ms",
-                      *timing,
-                      f"{100 * b['input']:.0f}%", f"{100 * b['compute']:.0f}%",
-                      f"{100 * b['sync']:.0f}%", f"{100 * b['other']:.0f}%")
+            t.add_row(
+                text(rk.label),
+                text(rk.verdict),
+                str(rk.steps),
+                f"{rk.step_ms:.1f} ms",
+                *timing,
+                f"{100 * b['input']:.0f}%",
+                f"{100 * b['compute']:.0f}%",
+                f"{100 * b['sync']:.0f}%",
+                f"{100 * b['other']:.0f}%",
+            )
         parts += [Text(""), t]
     if d.limitations:
         parts += [Text(""), Text("Not measured / caveats", style="bold")]
@@ -179,8 +233,10 @@ def render_report(d: Diagnosis, width: int = 100) -> RenderableType:
 def plain_report(d: Diagnosis) -> list[Text]:
     """The report as short lines without boxes or bars, for terminals too narrow for panels
     (or of unknown width): verdict first, then shares, findings, fixes and caveats."""
-    out = [text(f"{d.verdict.upper()} (confidence {d.confidence:.2f})", style="bold"),
-           text(d.reason)]
+    out = [
+        text(f"{d.verdict.upper()} (confidence {d.confidence:.2f})", style="bold"),
+        text(d.reason),
+    ]
     if d.verdict != "inconclusive" or any(d.breakdown.values()):
         out += [Text(f"{LABELS[c]} {100 * d.breakdown.get(c, 0):.0f}%") for c in CATEGORIES]
     out += [text(f"finding {f.id} ({f.severity}): {f.title}") for f in d.findings]

@@ -8,8 +8,14 @@
 from __future__ import annotations
 
 # evidence keys carry their unit as a suffix; the report prints the unit, not the suffix
-UNIT_SUFFIXES = (("_pct", "%"), ("_ms", " ms"), ("_us", " µs"), ("_cores", " cores"),
-                 ("_mib", " MiB"), ("_s", " s"))
+UNIT_SUFFIXES = (
+    ("_pct", "%"),
+    ("_ms", " ms"),
+    ("_us", " µs"),
+    ("_cores", " cores"),
+    ("_mib", " MiB"),
+    ("_s", " s"),
+)
 KEY_UNITS = {"waiting_in": " ms"}  # keys kept for compatibility, with their unit
 
 

@@ -174,8 +174,19 @@ def _read_stream(f: ByteReader, path: str) -> list[Timeline]:
 
 
 _META_FIELDS = (
-    "producer", "devices", "device_type", "replicas", "rank", "world_size", "batch_size",
-    "framework", "hostname", "run_id", "limitations", "extra", "config",
+    "producer",
+    "devices",
+    "device_type",
+    "replicas",
+    "rank",
+    "world_size",
+    "batch_size",
+    "framework",
+    "hostname",
+    "run_id",
+    "limitations",
+    "extra",
+    "config",
 )
 
 
@@ -287,8 +298,15 @@ class TimelineBuilder:
         self.pipeline: dict[str, Any] = {}
         self.meta_updates: list[dict[str, Any]] = []
 
-    def add_step(self, index: int, ts: float, end: float, profiled: bool,
-                 call: tuple[float, float] | None, batches: int) -> None:
+    def add_step(
+        self,
+        index: int,
+        ts: float,
+        end: float,
+        profiled: bool,
+        call: tuple[float, float] | None,
+        batches: int,
+    ) -> None:
         self.step_idx.append(index)
         self.step_s.append(ts)
         self.step_e.append(end)
@@ -305,20 +323,34 @@ class TimelineBuilder:
             args = ev.get("args") or {}
             if cat == CAT_STEP:
                 call = args.get("call")  # [start, duration] of the train-function call
-                self.add_step(int(args.get("step", len(self.step_idx))), ts, end,
-                              bool(args.get("profiled", False)),
-                              (_num(call[0]), _num(call[0]) + _num(call[1]))
-                              if isinstance(call, list) and len(call) == 2 else None,
-                              max(1, int(args.get("batches", 1))))
+                self.add_step(
+                    int(args.get("step", len(self.step_idx))),
+                    ts,
+                    end,
+                    bool(args.get("profiled", False)),
+                    (_num(call[0]), _num(call[0]) + _num(call[1]))
+                    if isinstance(call, list) and len(call) == 2
+                    else None,
+                    max(1, int(args.get("batches", 1))),
+                )
             elif cat == CAT_STEP_GROUP:
-                self.groups.append((ts, end, int(args["batches"]), _num(args["busy"]),
-                                    _num(args["p50"]), _num(args["p90"]), _num(args["max"])))
+                self.groups.append(
+                    (
+                        ts,
+                        end,
+                        int(args["batches"]),
+                        _num(args["busy"]),
+                        _num(args["p50"]),
+                        _num(args["p90"]),
+                        _num(args["max"]),
+                    )
+                )
             elif cat == CAT_SPAN:
                 self.spans.setdefault(str(ev.get("name")), []).append((ts, end))
             elif cat == CAT_WINDOW:
                 self.spans.setdefault("profile window", []).append((ts, end))
             elif cat.startswith(CAT_DEVICE):
-                kind = Kind(cat[len(CAT_DEVICE):])
+                kind = Kind(cat[len(CAT_DEVICE) :])
                 device = str(args["device"])
                 lists = self.dev.setdefault((device, kind), (array("d"), array("d")))
                 lists[0].append(ts)
@@ -334,8 +366,9 @@ class TimelineBuilder:
             for source, value in (ev.get("args") or {}).items():
                 if value is None:
                     continue
-                series = self.counters.setdefault((str(ev["name"]), str(source)),
-                                                  (array("d"), array("d")))
+                series = self.counters.setdefault(
+                    (str(ev["name"]), str(source)), (array("d"), array("d"))
+                )
                 series[0].append(ts)
                 series[1].append(_num(value))
         elif ph in ("i", "I", "M"):
@@ -364,18 +397,26 @@ class TimelineBuilder:
         for name, spans in self.spans.items():
             tl.spans.setdefault(name, []).extend(spans)
         if self.step_idx:
-            tl.add_steps(self.step_idx, self.step_s, self.step_e, self.step_p, self.step_c,
-                         batches=self.step_b)
+            tl.add_steps(
+                self.step_idx,
+                self.step_s,
+                self.step_e,
+                self.step_p,
+                self.step_c,
+                batches=self.step_b,
+            )
         if self.groups:
             a = np.array(self.groups, dtype=np.float64)
-            tl.step_buckets = StepBuckets(a[:, 0], a[:, 1], a[:, 2].astype(np.int64),
-                                          a[:, 3], a[:, 4], a[:, 5], a[:, 6])
+            tl.step_buckets = StepBuckets(
+                a[:, 0], a[:, 1], a[:, 2].astype(np.int64), a[:, 3], a[:, 4], a[:, 5], a[:, 6]
+            )
         for (device, kind), (s, e) in self.dev.items():
             tl.add_activity(device, kind, np.frombuffer(s).copy(), np.frombuffer(e).copy())
         tl.kernel_counts.update(self.kernels)
         if self.in_s:
             tl.add_input_wait(self.in_s, self.in_e, self.in_n)
         for (name, source), (ts_list, values) in self.counters.items():
-            tl.add_counter(name, source, np.frombuffer(ts_list).copy(),
-                           np.frombuffer(values).copy())
+            tl.add_counter(
+                name, source, np.frombuffer(ts_list).copy(), np.frombuffer(values).copy()
+            )
         return tl

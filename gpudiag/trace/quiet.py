@@ -59,8 +59,11 @@ _NATIVE_PREAMBLE = (b"WARNING: All log messages before absl::InitializeLog()",)
 def _replay(raw: bytes, fd: int) -> None:
     """Write back what other threads said while fd 2 was redirected (native log lines of
     the quieted call excepted)."""
-    keep = [line for line in raw.splitlines(keepends=True)
-            if not _NATIVE_LOG.match(line) and not line.startswith(_NATIVE_PREAMBLE)]
+    keep = [
+        line
+        for line in raw.splitlines(keepends=True)
+        if not _NATIVE_LOG.match(line) and not line.startswith(_NATIVE_PREAMBLE)
+    ]
     data = b"".join(keep)
     while data:
         try:

@@ -82,8 +82,9 @@ class RunConfig:
                 setattr(self, f.name, getattr(other, f.name))
 
     def to_dict(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in fields(self)
-                if getattr(self, f.name) is not None}
+        return {
+            f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) is not None
+        }
 
     @classmethod
     def from_dict(cls, facts: dict[str, Any]) -> RunConfig:

@@ -49,6 +49,7 @@ _OPEN = np.zeros(256, dtype=np.int64)
 _OPEN[[ord("["), ord("{")]] = 1
 _OPEN[[ord("]"), ord("}")]] = -1
 
+
 def gzip_ratio() -> float:
     """The limit from ``GPUDIAG_MAX_GZIP_RATIO`` (``--max-gzip-ratio`` sets it, so that rank
     files read in worker processes see it too), else the default."""

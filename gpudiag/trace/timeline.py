@@ -314,8 +314,11 @@ class Timeline:
         batches: Iterable[int] | None = None,
     ) -> None:
         idx = np.asarray(list(index), dtype=np.int64)
-        b = (np.ones(idx.size, dtype=np.int64) if batches is None
-             else np.asarray(list(batches), dtype=np.int64))
+        b = (
+            np.ones(idx.size, dtype=np.int64)
+            if batches is None
+            else np.asarray(list(batches), dtype=np.int64)
+        )
         s = np.asarray(list(starts), dtype=np.float64)
         e = np.asarray(list(ends), dtype=np.float64)
         p = (
@@ -368,8 +371,14 @@ class Timeline:
         else:
             self.host_calls[name] = Intervals(starts, ends)
 
-    def add_counter(self, name: str, source: str, ts: Iterable[float], values: Iterable[float],
-                    unit: str | None = None) -> None:
+    def add_counter(
+        self,
+        name: str,
+        source: str,
+        ts: Iterable[float],
+        values: Iterable[float],
+        unit: str | None = None,
+    ) -> None:
         self.counters.append(
             Counter(
                 name,
@@ -383,11 +392,18 @@ class Timeline:
     def freeze(self) -> Timeline:
         """Sort steps by start; drop empty and zero-length entries. Returns self."""
         order = np.argsort(self.steps.start, kind="stable")
-        keep = (self.steps.end[order] > self.steps.start[order])
+        keep = self.steps.end[order] > self.steps.start[order]
         o = order[keep]
         st = self.steps
-        self.steps = Steps(st.index[o], st.start[o], st.end[o], st.profiled[o],
-                           st.call_start[o], st.call_end[o], st.batches[o])
+        self.steps = Steps(
+            st.index[o],
+            st.start[o],
+            st.end[o],
+            st.profiled[o],
+            st.call_start[o],
+            st.call_end[o],
+            st.batches[o],
+        )
         for spans in self.spans.values():
             spans.sort()
         self.activity = {k: v for k, v in self.activity.items() if len(v)}
@@ -410,8 +426,9 @@ class Timeline:
         return any(len(v) for v in self.activity.values())
 
     def counter(self, name: str, source: str | None = None) -> list[Counter]:
-        return [c for c in self.counters
-                if c.name == name and (source is None or c.source == source)]
+        return [
+            c for c in self.counters if c.name == name and (source is None or c.source == source)
+        ]
 
     @property
     def label(self) -> str:

@@ -31,8 +31,9 @@ def xprof_tool(path: str, tool: str) -> Any:
             from xprof.convert import raw_to_tool_data as r2t
     except ImportError as e:
         if e.name and e.name.split(".")[0] != "xprof":  # xprof is there, a dependency is not
-            raise TraceError(path, f"xprof cannot load (no module {e.name!r}): "
-                             "pip install 'gpudiag[xplane]'") from None
+            raise TraceError(
+                path, f"xprof cannot load (no module {e.name!r}): pip install 'gpudiag[xplane]'"
+            ) from None
         raise TraceError(path, INSTALL_HINT) from None
     # xprof caches derived files (ALL_HOSTS.op_stats*.pb) beside its input: give it a private
     # directory so a user's (or a read-only) profile folder is never written to.

@@ -82,8 +82,17 @@ MIN_GAIN = 1.02  # a change worth less than 2% is not worth the reader's time
 UNESTIMATED_MIN_HIGH = 1.10  # an unestimated remedy is shown only if it could be worth 10%
 CORRECTNESS = {"batch-not-multiple-of-replicas", "partial-last-batch"}
 
-__all__ = ["RULES", "HostFacts", "RankEvidence", "RunEvidence", "Situation", "advise",
-           "detect", "detect_run", "lint"]
+__all__ = [
+    "RULES",
+    "HostFacts",
+    "RankEvidence",
+    "RunEvidence",
+    "Situation",
+    "advise",
+    "detect",
+    "detect_run",
+    "lint",
+]
 
 
 def detect(ev: RankEvidence) -> list[Finding]:
@@ -134,8 +143,13 @@ def advise(findings: list[Finding], s: Situation) -> list[Suggestion]:
             if sug.title not in seen and _worth_showing(sug):
                 seen.add(sug.title)
                 out.append(sug)
-    out.sort(key=lambda x: (x.finding not in CORRECTNESS, -x.expected_gain,
-                            -(x.expected_gain_range[-1] if x.expected_gain_range else 1.0)))
+    out.sort(
+        key=lambda x: (
+            x.finding not in CORRECTNESS,
+            -x.expected_gain,
+            -(x.expected_gain_range[-1] if x.expected_gain_range else 1.0),
+        )
+    )
     for sug in out:
         sug.expected_gain = round(sug.expected_gain, 2)
     return out

@@ -1,8 +1,8 @@
 """What a rule sees: the evidence of one rank (detect) and the whole run (advise). Pure.
 
-    ev = RankEvidence(timeline, breakdown, gaps, config, host)
-    finding = rule.detect(ev)                       # Finding | None
-    suggestions = rule.advise(finding, situation)   # [Suggestion]
+ev = RankEvidence(timeline, breakdown, gaps, config, host)
+finding = rule.detect(ev)                       # Finding | None
+suggestions = rule.advise(finding, situation)   # [Suggestion]
 """
 
 from __future__ import annotations
@@ -86,8 +86,7 @@ class RankEvidence:
     @property
     def shares(self) -> dict[str, float]:
         """The shares as judged (``as_judged``); the measured ones are in ``breakdown``."""
-        return as_judged(self.breakdown.shares, self.config) if self.breakdown else (
-            empty_shares())
+        return as_judged(self.breakdown.shares, self.config) if self.breakdown else (empty_shares())
 
     @property
     def input_share(self) -> float | None:

@@ -17,15 +17,27 @@ def detect(ev: RankEvidence) -> Finding | None:
     lo = max(replicas, batch // replicas * replicas)
     hi = (batch // replicas + 1) * replicas
     return Finding(
-        ID, "high", f"Global batch {batch} does not divide by {replicas} replicas",
-        {"global_batch": batch, "replicas": replicas, "remainder": batch % replicas,
-         "fix": f"Use a global batch of {lo} or {hi} (per-replica batch × {replicas}); "
-                "TensorFlow may fail on the first step with a shape error otherwise"},
-        "lint")
+        ID,
+        "high",
+        f"Global batch {batch} does not divide by {replicas} replicas",
+        {
+            "global_batch": batch,
+            "replicas": replicas,
+            "remainder": batch % replicas,
+            "fix": f"Use a global batch of {lo} or {hi} (per-replica batch × {replicas}); "
+            "TensorFlow may fail on the first step with a shape error otherwise",
+        },
+        "lint",
+    )
 
 
 def advise(f: Finding, s: Situation) -> list[Suggestion]:
-    return [Suggestion(
-        "Make the global batch a multiple of the replica count",
-        str(f.evidence.get("fix") or "Use global_batch = per_replica_batch × replicas."),
-        1.0, "correctness: TensorFlow fails or pads uneven shards", ID)]
+    return [
+        Suggestion(
+            "Make the global batch a multiple of the replica count",
+            str(f.evidence.get("fix") or "Use global_batch = per_replica_batch × replicas."),
+            1.0,
+            "correctness: TensorFlow fails or pads uneven shards",
+            ID,
+        )
+    ]

@@ -29,9 +29,12 @@ def detect(ev: RankEvidence) -> Finding | None:
     if ev.config.cores:
         evidence["cores"] = ev.config.cores
     return Finding(
-        id=ID, severity="high" if h.cpu_others >= OTHERS_HIGH_PCT else "moderate",
+        id=ID,
+        severity="high" if h.cpu_others >= OTHERS_HIGH_PCT else "moderate",
         title=f"Other processes take {h.cpu_others:.0f}% of the host CPU this run competes for",
-        evidence=evidence, source="counters")
+        evidence=evidence,
+        source="counters",
+    )
 
 
 def advise(f: Finding, s: Situation) -> list[Suggestion]:
@@ -39,11 +42,22 @@ def advise(f: Finding, s: Situation) -> list[Suggestion]:
     free_now = max(0.05, 1.0 - others / 100.0)
     # the run gets at most the whole machine back; if it is not CPU-bound it gains nothing
     high = 1.0 / free_now
-    g = Gain.of(1.0, 1.0, high, f"other processes hold {others:.0f}% of the cores; this "
-                f"run could get up to {high:.2f}× the CPU it has now (not estimated further)")
-    return [Suggestion(
-        "Free the CPU from other processes",
-        "Other processes use the cores this run needs (see `top`): stop them, pin them to "
-        "other cores (taskset), or run training on a quieter machine. The verdict and figures "
-        "of this run are distorted by them.",
-        g.point, g.basis, ID, [round(g.low, 2), round(g.high, 2)])]
+    g = Gain.of(
+        1.0,
+        1.0,
+        high,
+        f"other processes hold {others:.0f}% of the cores; this "
+        f"run could get up to {high:.2f}× the CPU it has now (not estimated further)",
+    )
+    return [
+        Suggestion(
+            "Free the CPU from other processes",
+            "Other processes use the cores this run needs (see `top`): stop them, pin them to "
+            "other cores (taskset), or run training on a quieter machine. The verdict and figures "
+            "of this run are distorted by them.",
+            g.point,
+            g.basis,
+            ID,
+            [round(g.low, 2), round(g.high, 2)],
+        )
+    ]

@@ -27,10 +27,13 @@ def detect(ev: RankEvidence) -> Finding | None:
     if ev.config.cores:
         evidence["cores"] = ev.config.cores
     return Finding(
-        id=ID, severity="high" if starved or not ev.cpu_device else "info",
+        id=ID,
+        severity="high" if starved or not ev.cpu_device else "info",
         title=f"Host CPU saturated (median {h.cpu_total:.0f}% of all cores)"
         + (" — it is also the training device" if ev.cpu_device else ""),
-        evidence=evidence, source="counters")
+        evidence=evidence,
+        source="counters",
+    )
 
 
 def advise(f: Finding, s: Situation) -> list[Suggestion]:

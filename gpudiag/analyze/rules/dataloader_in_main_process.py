@@ -22,20 +22,35 @@ def detect(ev: RankEvidence) -> Finding | None:
     dl = sum(us for n, us in tl.input_wait_names.items() if "DataLoader" in n)
     step_total = float(np.sum(b.step_durations_us)) or 1.0
     return Finding(
-        id=ID, severity="high" if share >= T.INPUT_HIGH else "moderate",
+        id=ID,
+        severity="high" if share >= T.INPUT_HIGH else "moderate",
         title="PyTorch DataLoader runs in the training process (num_workers=0)",
-        evidence={"num_workers": 0, "dataloader_share_pct": pct(dl / step_total),
-                  "exposed_input_share_pct": pct(share)})
+        evidence={
+            "num_workers": 0,
+            "dataloader_share_pct": pct(dl / step_total),
+            "exposed_input_share_pct": pct(share),
+        },
+    )
 
 
 def advise(f: Finding, s: Situation) -> list[Suggestion]:
     inp = s.shares["input"]
     n = s.config.cores or DEFAULT_WORKERS
     # workers overlap loading with compute (pipelined); without overlap it is spread
-    g = Gain.of(spread(inp, n), spread(inp, n), pipelined(inp, n),
-                f"DataLoader wait {inp:.0%} spread over {n} workers")
-    return [Suggestion(
-        "Load data in worker processes",
-        f"DataLoader(..., num_workers={n}, pin_memory=True, persistent_workers=True): "
-        "decoding and augmentation now run in the training process between steps.",
-        g.point, g.basis, ID, [round(g.low, 2), round(g.high, 2)])]
+    g = Gain.of(
+        spread(inp, n),
+        spread(inp, n),
+        pipelined(inp, n),
+        f"DataLoader wait {inp:.0%} spread over {n} workers",
+    )
+    return [
+        Suggestion(
+            "Load data in worker processes",
+            f"DataLoader(..., num_workers={n}, pin_memory=True, persistent_workers=True): "
+            "decoding and augmentation now run in the training process between steps.",
+            g.point,
+            g.basis,
+            ID,
+            [round(g.low, 2), round(g.high, 2)],
+        )
+    ]

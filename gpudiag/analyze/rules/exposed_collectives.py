@@ -26,20 +26,27 @@ def detect(ev: RankEvidence) -> Finding | None:
         return None
     overlapped = 1.0 - exposed / total if total > 0 else 0.0
     libs = ev.timeline.meta.extra.get("communication_us") or {}
-    evidence: dict[str, object] = {"exposed_sync_pct": pct(exposed), "collective_pct": pct(total),
-                                   "overlapped_pct": pct(max(0.0, overlapped))}
+    evidence: dict[str, object] = {
+        "exposed_sync_pct": pct(exposed),
+        "collective_pct": pct(total),
+        "overlapped_pct": pct(max(0.0, overlapped)),
+    }
     if libs:
         evidence["libraries"] = list(libs)[:4]
     what = "Gradient synchronisation" if ev.config.training is not False else "Communication"
     if libs and next(iter(libs)) in ALL_TO_ALL:
         what = "Expert all-to-all"
     return Finding(
-        id=ID, severity="high" if exposed >= T.SYNC_HIGH else "moderate",
-        title=f"{what} stalls the device {pct(exposed)}% of step time", evidence=evidence)
+        id=ID,
+        severity="high" if exposed >= T.SYNC_HIGH else "moderate",
+        title=f"{what} stalls the device {pct(exposed)}% of step time",
+        evidence=evidence,
+    )
 
 
-def more_work_per_allreduce(s: Situation, finding: str, extra: str = "",
-                            all_to_all: bool = False) -> list[Suggestion]:
+def more_work_per_allreduce(
+    s: Situation, finding: str, extra: str = "", all_to_all: bool = False
+) -> list[Suggestion]:
     sync = s.shares["sync"]
     k = BATCH_FACTOR
     per = s.config.per_replica_batch
@@ -47,15 +54,31 @@ def more_work_per_allreduce(s: Situation, finding: str, extra: str = "",
     title, detail = sync_remedy(s.config, k, now, all_to_all)
     if all_to_all:
         # overlap hides communication rather than amortising it: half at the point
-        g = Gain.of(removed(sync / 2), 1.0, removed(sync),
-                    f"exposed all-to-all {sync:.0%} of step time, half hidden under compute "
-                    "at the point (not measured on this run)")
+        g = Gain.of(
+            removed(sync / 2),
+            1.0,
+            removed(sync),
+            f"exposed all-to-all {sync:.0%} of step time, half hidden under compute "
+            "at the point (not measured on this run)",
+        )
     else:
         # the sync cost is fixed per step; a bigger batch may also lengthen it a little (low end)
-        g = Gain.of(batch_scaled(sync, k), batch_scaled(sync * 0.5, k), batch_scaled(sync, k),
-                    f"exposed sync {sync:.0%} amortised over a {k}× batch")
-    return [Suggestion(title, detail + extra + ".", g.point, g.basis, finding,
-                       [round(g.low, 2), round(g.high, 2)])]
+        g = Gain.of(
+            batch_scaled(sync, k),
+            batch_scaled(sync * 0.5, k),
+            batch_scaled(sync, k),
+            f"exposed sync {sync:.0%} amortised over a {k}× batch",
+        )
+    return [
+        Suggestion(
+            title,
+            detail + extra + ".",
+            g.point,
+            g.basis,
+            finding,
+            [round(g.low, 2), round(g.high, 2)],
+        )
+    ]
 
 
 def advise(f: Finding, s: Situation) -> list[Suggestion]:

@@ -21,14 +21,21 @@ def detect(ev: RankEvidence) -> Finding | None:
         return None  # TPUs run float32 matmuls in bfloat16 passes by default
     if cfg.precision not in (None, "float32") or b.shares["compute"] < COMPUTE_SHARE:
         return None
-    return Finding(ID, "info", "Compute-bound in float32",
-                   {"compute_share_pct": pct(b.shares["compute"]),
-                    "precision": cfg.precision or "unknown"})
+    return Finding(
+        ID,
+        "info",
+        "Compute-bound in float32",
+        {"compute_share_pct": pct(b.shares["compute"]), "precision": cfg.precision or "unknown"},
+    )
 
 
 def advise(f: Finding, s: Situation) -> list[Suggestion]:
     c = s.shares["compute"]
-    g = Gain.of(removed(c / 2), 1.0, removed(c / 2),
-                f"half of compute ({c:.0%}) saved on tensor-core GPUs (not measured here)")
+    g = Gain.of(
+        removed(c / 2),
+        1.0,
+        removed(c / 2),
+        f"half of compute ({c:.0%}) saved on tensor-core GPUs (not measured here)",
+    )
     title, detail = remedy("mixed-precision", s.config) or ("Use mixed precision", "")
     return [Suggestion(title, detail, g.point, g.basis, ID, [round(g.low, 2), round(g.high, 2)])]

@@ -64,8 +64,9 @@ def batch_scaled(fixed: float, k: float) -> float:
     return 1.0 / max(1e-6, (1.0 - min(max(fixed, 0.0), MAX_SHARE)) + fixed / max(1.0, k))
 
 
-def capacity(cores: int | None, own_cores: float | None, others_pct: float | None = None
-             ) -> float | None:
+def capacity(
+    cores: int | None, own_cores: float | None, others_pct: float | None = None
+) -> float | None:
     """Upper bound on a CPU-only run: cores available / cores the run already keeps busy.
     None when either is unknown (then no cap is claimed)."""
     if not cores or own_cores is None or own_cores <= 0.05:

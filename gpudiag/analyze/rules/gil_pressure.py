@@ -31,7 +31,8 @@ def detect(ev: RankEvidence) -> Finding | None:
     if h.gil_p95 is None or not contended(h, ev.input_share):
         return None
     return Finding(
-        id=ID, severity="high" if h.gil_p95 >= 2 * T.GIL_P95_MS else "moderate",
+        id=ID,
+        severity="high" if h.gil_p95 >= 2 * T.GIL_P95_MS else "moderate",
         title=f"Python threads fight for the GIL (probe lateness p95 {h.gil_p95:.1f} ms)",
         evidence={
             "gil_lateness_p95_ms": round(h.gil_p95, 2),
@@ -39,7 +40,8 @@ def detect(ev: RankEvidence) -> Finding | None:
             "gil_lateness_typical_ms": _r(h.gil_typical),
             "cpu_total_p50_pct": _r(h.cpu_total, 1),
         },
-        source="counters")
+        source="counters",
+    )
 
 
 def _r(x: float | None, nd: int = 2) -> float | None:

@@ -20,7 +20,8 @@ def detect(ev: RankEvidence) -> Finding | None:
     if worst.share < T.GAPS_SHARE_FINDING:
         return None
     return Finding(
-        id=ID, severity="high" if worst.share >= 0.3 else "moderate",
+        id=ID,
+        severity="high" if worst.share >= 0.3 else "moderate",
         title=f"{worst.device} idles in {worst.count} gaps ({pct(worst.share)}% of steps)",
         evidence={
             "device": worst.device,
@@ -30,7 +31,8 @@ def detect(ev: RankEvidence) -> Finding | None:
             "gap_share_pct": pct(worst.share),
             "at_step_boundary_pct": pct(worst.boundary_share),
             "min_gap_ms": round(worst.min_gap_us / 1000.0, 3),
-        })
+        },
+    )
 
 
 def advise(f: Finding, s: Situation) -> list[Suggestion]:

@@ -31,9 +31,15 @@ def detect(ev: RankEvidence) -> Finding | None:
     if b.shares["input"] >= T.INPUT_DOMINANT:
         return None  # a starved step waits for input: fewer dispatches do not feed it faster
     return Finding(
-        ID, "moderate", f"Per-step host overhead is {pct(other)}% of {step_ms:.1f} ms steps",
-        {"step_median_ms": round(step_ms, 3), "host_other_share_pct": pct(other),
-         "steps_per_execution": cfg.steps_per_execution or 1})
+        ID,
+        "moderate",
+        f"Per-step host overhead is {pct(other)}% of {step_ms:.1f} ms steps",
+        {
+            "step_median_ms": round(step_ms, 3),
+            "host_other_share_pct": pct(other),
+            "steps_per_execution": cfg.steps_per_execution or 1,
+        },
+    )
 
 
 def advise(f: Finding, s: Situation) -> list[Suggestion]:
@@ -41,11 +47,20 @@ def advise(f: Finding, s: Situation) -> list[Suggestion]:
     # nearly all host time between short steps is per-dispatch work (Keras's Python step
     # loop, callbacks, the iterator's get-next): the point counts AMORTISED of it, the range
     # from half to all of it (calibrated in docs/remedies.md)
-    g = Gain.of(batch_scaled(other * AMORTISED, STEPS), batch_scaled(other * 0.5, STEPS),
-                batch_scaled(other, STEPS),
-                f"host overhead {other:.0%} of step time paid once per {STEPS} steps")
-    return [Suggestion(
-        f"Run {STEPS} steps per execution",
-        f"model.compile(..., steps_per_execution={STEPS}): Keras dispatches {STEPS} steps at "
-        "once and runs per-batch callbacks once per execution.",
-        g.point, g.basis, ID, [round(g.low, 2), round(g.high, 2)])]
+    g = Gain.of(
+        batch_scaled(other * AMORTISED, STEPS),
+        batch_scaled(other * 0.5, STEPS),
+        batch_scaled(other, STEPS),
+        f"host overhead {other:.0%} of step time paid once per {STEPS} steps",
+    )
+    return [
+        Suggestion(
+            f"Run {STEPS} steps per execution",
+            f"model.compile(..., steps_per_execution={STEPS}): Keras dispatches {STEPS} steps at "
+            "once and runs per-batch callbacks once per execution.",
+            g.point,
+            g.basis,
+            ID,
+            [round(g.low, 2), round(g.high, 2)],
+        )
+    ]

@@ -23,15 +23,21 @@ def detect(ev: RankEvidence) -> Finding | None:
     if exposed < T.TRANSFER_HIGH / 2 and total < T.TRANSFER_HIGH:
         return None
     return Finding(
-        id=ID, severity="high" if exposed >= T.TRANSFER_HIGH else "moderate",
+        id=ID,
+        severity="high" if exposed >= T.TRANSFER_HIGH else "moderate",
         title=f"Host<->device copies take {pct(total)}% of step time "
         f"({pct(exposed)}% not overlapped)",
-        evidence={"transfer_pct": pct(total), "exposed_transfer_pct": pct(exposed)})
+        evidence={"transfer_pct": pct(total), "exposed_transfer_pct": pct(exposed)},
+    )
 
 
 def advise(f: Finding, s: Situation) -> list[Suggestion]:
     x = s.shares["transfer"]
-    g = Gain.of(removed(x / 2), 1.0, removed(x),
-                f"exposed copies are {x:.0%} of step time; half hidden or shrunk at the point")
+    g = Gain.of(
+        removed(x / 2),
+        1.0,
+        removed(x),
+        f"exposed copies are {x:.0%} of step time; half hidden or shrunk at the point",
+    )
     title, detail = remedy("overlap-copies", s.config) or ("Overlap host-to-device copies", "")
     return [Suggestion(title, detail, g.point, g.basis, ID, [round(g.low, 2), round(g.high, 2)])]

@@ -37,8 +37,11 @@ PY_FUNCTION_SHED = 1.15
 
 def input_work(s: Situation) -> str:
     cfg = s.config
-    python = bool(cfg.python_ops) or cfg.input_kind in ("generator", "pydataset") or s.has(
-        "python-generator")
+    python = (
+        bool(cfg.python_ops)
+        or cfg.input_kind in ("generator", "pydataset")
+        or s.has("python-generator")
+    )
     if python:
         own = s.host.own_cores()
         if own is not None and own < WAITING_CORES and not s.has("gil-pressure"):
@@ -66,13 +69,16 @@ def _headroom(s: Situation) -> float | None:
 def _input_gain(s: Situation, n_low: float, n: float, n_high: float) -> Gain:
     """Producer spread over ``n`` effective workers (``n_low``..``n_high`` for the range)."""
     inp = s.shares["input"]
-    g = Gain.of(pipelined(inp, n), pipelined(inp, n_low), pipelined(inp, n_high),
-                f"input wait {inp:.0%} of step time, producer spread over {n:g} workers")
+    g = Gain.of(
+        pipelined(inp, n),
+        pipelined(inp, n_low),
+        pipelined(inp, n_high),
+        f"input wait {inp:.0%} of step time, producer spread over {n:g} workers",
+    )
     if input_work(s) == "python-waiting":
         return g  # waiting work needs no CPU: the cores do not bound it
     head = _headroom(s)
-    return g.capped(head, f"CPU-only run: at most {head:.2f}× more CPU available"
-                    if head else "")
+    return g.capped(head, f"CPU-only run: at most {head:.2f}× more CPU available" if head else "")
 
 
 def _workers_remedy(s: Situation, kind: str) -> list[Suggestion]:
@@ -87,25 +93,35 @@ def _workers_remedy(s: Situation, kind: str) -> list[Suggestion]:
     # moved out of a tf.data py_function also sheds that op's per-element call overhead
     scale = 1.0 / max(1, have) if cfg.input_kind == "pydataset" else 1.0
     if cfg.input_kind == "tf.data":
-        g = _input_gain(s, n * PROCESS_EFFICIENCY * scale, n * PY_FUNCTION_SHED * scale,
-                        n * PY_FUNCTION_SHED * scale)
+        g = _input_gain(
+            s,
+            n * PROCESS_EFFICIENCY * scale,
+            n * PY_FUNCTION_SHED * scale,
+            n * PY_FUNCTION_SHED * scale,
+        )
     else:
-        g = _input_gain(s, n * PROCESS_EFFICIENCY * scale, n * PROCESS_EFFICIENCY * scale,
-                        n * scale)
+        g = _input_gain(
+            s, n * PROCESS_EFFICIENCY * scale, n * PROCESS_EFFICIENCY * scale, n * scale
+        )
     where = {
         "generator": "Replace the generator with a keras.utils.PyDataset whose __getitem__ "
-                     "builds one batch",
+        "builds one batch",
         "pydataset": f"Your PyDataset runs {have} worker(s)"
-                     + ("" if cfg.use_multiprocessing else " in threads"),
+        + ("" if cfg.use_multiprocessing else " in threads"),
         "tf.data": "Move the Python step (py_function/numpy_function) out of tf.data into a "
-                   "keras.utils.PyDataset whose __getitem__ builds one batch",
+        "keras.utils.PyDataset whose __getitem__ builds one batch",
     }.get(cfg.input_kind or "", "Produce batches in a keras.utils.PyDataset")
-    return [Suggestion(
-        f"Run the Python input in {n} worker processes",
-        f"{where}: PyDataset(workers={n}, use_multiprocessing=True). Python code holds the "
-        "GIL, so threads (parallel map, thread workers) cannot run it in parallel; processes can.",
-        g.point, g.basis, _finding(s, "python-generator", "gil-pressure", "input-wait"),
-        [round(g.low, 2), round(g.high, 2)])]
+    return [
+        Suggestion(
+            f"Run the Python input in {n} worker processes",
+            f"{where}: PyDataset(workers={n}, use_multiprocessing=True). Python code holds the "
+            "GIL, so threads (parallel map, thread workers) cannot run it in parallel; processes can.",
+            g.point,
+            g.basis,
+            _finding(s, "python-generator", "gil-pressure", "input-wait"),
+            [round(g.low, 2), round(g.high, 2)],
+        )
+    ]
 
 
 def _parallel_map_remedy(s: Situation) -> list[Suggestion]:
@@ -116,13 +132,18 @@ def _parallel_map_remedy(s: Situation) -> list[Suggestion]:
     if n < 2:
         return []
     g = _input_gain(s, n, n, n)
-    return [Suggestion(
-        "Parallelise the tf.data map",
-        f"ds.map(fn, num_parallel_calls=tf.data.AUTOTUNE): {cfg.sequential_maps} map(s) now "
-        f"run on one core; this run has {n} cores. TF ops run outside the GIL, so the map "
-        "spreads over them.",
-        g.point, g.basis, _finding(s, "sequential-map", "input-wait"),
-        [round(g.low, 2), round(g.high, 2)])]
+    return [
+        Suggestion(
+            "Parallelise the tf.data map",
+            f"ds.map(fn, num_parallel_calls=tf.data.AUTOTUNE): {cfg.sequential_maps} map(s) now "
+            f"run on one core; this run has {n} cores. TF ops run outside the GIL, so the map "
+            "spreads over them.",
+            g.point,
+            g.basis,
+            _finding(s, "sequential-map", "input-wait"),
+            [round(g.low, 2), round(g.high, 2)],
+        )
+    ]
 
 
 def _prefetch_remedy(s: Situation) -> list[Suggestion]:
@@ -131,41 +152,73 @@ def _prefetch_remedy(s: Situation) -> list[Suggestion]:
         return []  # TF injects a root prefetch unless told not to: nothing to overlap
     inp = s.shares["input"]
     overlap = min(inp, 1.0 - inp)
-    g = Gain.of(removed(overlap), 1.0, removed(overlap),
-                f"up to the overlap of input ({inp:.0%}) with compute")
-    return [Suggestion(
-        "Prefetch so input overlaps compute",
-        "End the pipeline with ds.prefetch(tf.data.AUTOTUNE): the pipeline has no prefetch "
-        "and TensorFlow's automatic one is off.",
-        g.point, g.basis, "no-prefetch", [round(g.low, 2), round(g.high, 2)])]
+    g = Gain.of(
+        removed(overlap),
+        1.0,
+        removed(overlap),
+        f"up to the overlap of input ({inp:.0%}) with compute",
+    )
+    return [
+        Suggestion(
+            "Prefetch so input overlaps compute",
+            "End the pipeline with ds.prefetch(tf.data.AUTOTUNE): the pipeline has no prefetch "
+            "and TensorFlow's automatic one is off.",
+            g.point,
+            g.basis,
+            "no-prefetch",
+            [round(g.low, 2), round(g.high, 2)],
+        )
+    ]
 
 
 def _less_work_remedy(s: Situation, head: float | None) -> list[Suggestion]:
     inp = s.shares["input"]
-    g = Gain.of(1.0, 1.0, removed(inp), "not estimated: depends on how much per-sample work "
-                f"you remove; removing all of it would be worth {removed(inp):.2f}×")
-    cache = "" if s.config.cache else "cache decoded samples (ds.cache()) before random " \
-        "augmentation, "
-    return [Suggestion(
-        "Do less CPU work per sample",
-        f"The CPU has no headroom (at most {head or 1.0:.2f}× more available), so more "
-        f"parallelism cannot help: {cache}pre-resize or pre-decode data offline, or move "
-        "augmentation into the model (Keras preprocessing layers) where it runs with compute.",
-        g.point, g.basis, _finding(s, "cpu-saturated", "input-wait"),
-        [round(g.low, 2), round(g.high, 2)])]
+    g = Gain.of(
+        1.0,
+        1.0,
+        removed(inp),
+        "not estimated: depends on how much per-sample work "
+        f"you remove; removing all of it would be worth {removed(inp):.2f}×",
+    )
+    cache = (
+        "" if s.config.cache else "cache decoded samples (ds.cache()) before random augmentation, "
+    )
+    return [
+        Suggestion(
+            "Do less CPU work per sample",
+            f"The CPU has no headroom (at most {head or 1.0:.2f}× more available), so more "
+            f"parallelism cannot help: {cache}pre-resize or pre-decode data offline, or move "
+            "augmentation into the model (Keras preprocessing layers) where it runs with compute.",
+            g.point,
+            g.basis,
+            _finding(s, "cpu-saturated", "input-wait"),
+            [round(g.low, 2), round(g.high, 2)],
+        )
+    ]
 
 
 def _unknown_remedy(s: Situation) -> list[Suggestion]:
     inp = s.shares["input"]
-    g = Gain.of(1.0, 1.0, removed(inp), "not estimated: the trace does not show what the input "
-                f"pipeline runs; removing the whole wait ({inp:.0%}) would be worth "
-                f"{removed(inp):.2f}×")
-    return [Suggestion(
-        "Find out what the input pipeline spends its time on",
-        "Record the run with DiagnoseCallback(dataset=...) so gpudiag sees the pipeline; then: "
-        "native TF ops -> map(num_parallel_calls=AUTOTUNE); Python code -> "
-        "PyDataset(workers, use_multiprocessing=True); file reads -> interleave + cache.",
-        g.point, g.basis, _finding(s, "input-wait"), [round(g.low, 2), round(g.high, 2)])]
+    g = Gain.of(
+        1.0,
+        1.0,
+        removed(inp),
+        "not estimated: the trace does not show what the input "
+        f"pipeline runs; removing the whole wait ({inp:.0%}) would be worth "
+        f"{removed(inp):.2f}×",
+    )
+    return [
+        Suggestion(
+            "Find out what the input pipeline spends its time on",
+            "Record the run with DiagnoseCallback(dataset=...) so gpudiag sees the pipeline; then: "
+            "native TF ops -> map(num_parallel_calls=AUTOTUNE); Python code -> "
+            "PyDataset(workers, use_multiprocessing=True); file reads -> interleave + cache.",
+            g.point,
+            g.basis,
+            _finding(s, "input-wait"),
+            [round(g.low, 2), round(g.high, 2)],
+        )
+    ]
 
 
 def _finding(s: Situation, *ids: str) -> str:

@@ -20,8 +20,11 @@ def detect(ev: RankEvidence) -> Finding | None:
     tl, b = ev.timeline, ev.breakdown
     if b is None or not b.steps_analyzed or ev.shares["other"] < T.LAUNCH_IDLE_SHARE:
         return None
-    durations = [iv.ends - iv.starts for (d, k), iv in tl.activity.items()
-                 if k is Kind.COMPUTE and not d.upper().startswith("CPU")]
+    durations = [
+        iv.ends - iv.starts
+        for (d, k), iv in tl.activity.items()
+        if k is Kind.COMPUTE and not d.upper().startswith("CPU")
+    ]
     if not durations:
         return None
     median = float(np.median(np.concatenate(durations)))
@@ -30,10 +33,15 @@ def detect(ev: RankEvidence) -> Finding | None:
     idle = ev.shares["other"]
     kernels = sum(tl.kernel_counts.values()) / max(1, len(tl.devices)) / max(1, len(tl.steps))
     return Finding(
-        id=ID, severity="high" if idle >= 0.3 else "moderate",
+        id=ID,
+        severity="high" if idle >= 0.3 else "moderate",
         title=f"Device idle {pct(idle)}% between tiny kernels (median {median:.1f} µs)",
-        evidence={"idle_pct": pct(idle), "median_kernel_us": round(median, 2),
-                  "kernels_per_step": round(kernels, 1)})
+        evidence={
+            "idle_pct": pct(idle),
+            "median_kernel_us": round(median, 2),
+            "kernels_per_step": round(kernels, 1),
+        },
+    )
 
 
 def advise(f: Finding, s: Situation) -> list[Suggestion]:
@@ -43,9 +51,14 @@ def advise(f: Finding, s: Situation) -> list[Suggestion]:
     if s.has("inference-trace"):
         return []  # the inference finding names the launch-bound decode and its remedy
     if s.config.jit_compile is not True and text is not None:
-        g = Gain.of(batch_scaled(other, 2), 1.0, batch_scaled(other, 4),
-                    f"idle between kernels {other:.0%}; fusion removes part of the launches "
-                    "(not measured on this machine)")
-        out.append(Suggestion(text[0], text[1], g.point, g.basis, ID,
-                              [round(g.low, 2), round(g.high, 2)]))
+        g = Gain.of(
+            batch_scaled(other, 2),
+            1.0,
+            batch_scaled(other, 4),
+            f"idle between kernels {other:.0%}; fusion removes part of the launches "
+            "(not measured on this machine)",
+        )
+        out.append(
+            Suggestion(text[0], text[1], g.point, g.basis, ID, [round(g.low, 2), round(g.high, 2)])
+        )
     return out

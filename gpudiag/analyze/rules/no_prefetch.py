@@ -17,9 +17,12 @@ def detect(ev: RankEvidence) -> Finding | None:
     if cfg.input_kind != "tf.data" or cfg.prefetch or cfg.root_prefetch is not False:
         return None
     return Finding(
-        id=ID, severity="moderate" if cfg.maps or cfg.python_ops else "info",
+        id=ID,
+        severity="moderate" if cfg.maps or cfg.python_ops else "info",
         title="Input pipeline has no prefetch and TensorFlow's automatic one is off",
-        evidence={"prefetch": False, "automatic_prefetch": False}, source="lint")
+        evidence={"prefetch": False, "automatic_prefetch": False},
+        source="lint",
+    )
 
 
 def advise(f: Finding, s: Situation) -> list[Suggestion]:

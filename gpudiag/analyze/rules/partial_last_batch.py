@@ -20,16 +20,29 @@ def detect(ev: RankEvidence) -> Finding | None:
     last = samples % batch
     bn = bool(cfg.batchnorm)
     return Finding(
-        ID, "high" if bn else "moderate",
+        ID,
+        "high" if bn else "moderate",
         f"Last batch has {last} samples ({last / replicas:.1f} per replica)"
         + (" and the model has BatchNormalization" if bn else ""),
-        {"samples": samples, "global_batch": batch, "last_batch": last,
-         "replicas": replicas, "batchnorm": bn}, "lint")
+        {
+            "samples": samples,
+            "global_batch": batch,
+            "last_batch": last,
+            "replicas": replicas,
+            "batchnorm": bn,
+        },
+        "lint",
+    )
 
 
 def advise(f: Finding, s: Situation) -> list[Suggestion]:
-    return [Suggestion(
-        "Drop the ragged last batch",
-        "ds.batch(global_batch, drop_remainder=True): a short last batch gives some "
-        "replicas few or no samples, corrupting BatchNormalization statistics.",
-        1.0, "correctness of BatchNormalization statistics", ID)]
+    return [
+        Suggestion(
+            "Drop the ragged last batch",
+            "ds.batch(global_batch, drop_remainder=True): a short last batch gives some "
+            "replicas few or no samples, corrupting BatchNormalization statistics.",
+            1.0,
+            "correctness of BatchNormalization statistics",
+            ID,
+        )
+    ]

@@ -22,21 +22,29 @@ def detect(ev: RankEvidence) -> Finding | None:
     python = bool(cfg.python_ops) or cfg.input_kind in ("generator", "pydataset")
     if not python:
         return None
-    if cfg.input_kind == "pydataset" and cfg.use_multiprocessing and (cfg.workers or 1) >= max(
-            2, cfg.cores or 2):
+    if (
+        cfg.input_kind == "pydataset"
+        and cfg.use_multiprocessing
+        and (cfg.workers or 1) >= max(2, cfg.cores or 2)
+    ):
         return None  # as many worker processes as cores: the GIL is not shared
     share = ev.input_share
-    evidence: dict[str, object] = {"input": cfg.input_kind or "tf.data",
-                                   "workers": cfg.workers or 1,
-                                   "use_multiprocessing": bool(cfg.use_multiprocessing)}
+    evidence: dict[str, object] = {
+        "input": cfg.input_kind or "tf.data",
+        "workers": cfg.workers or 1,
+        "use_multiprocessing": bool(cfg.use_multiprocessing),
+    }
     if share is not None:
         evidence["input_share_pct"] = pct(share)
     return Finding(
         id=ID,
         severity="high" if share is not None and share >= T.INPUT_HIGH else "moderate",
-        title=TITLES.get(cfg.input_kind or "",
-                         "Python code inside tf.data (from_generator / py_function)"),
-        evidence=evidence, source="lint" if share is None else "trace")
+        title=TITLES.get(
+            cfg.input_kind or "", "Python code inside tf.data (from_generator / py_function)"
+        ),
+        evidence=evidence,
+        source="lint" if share is None else "trace",
+    )
 
 
 def advise(f: Finding, s: Situation) -> list[Suggestion]:

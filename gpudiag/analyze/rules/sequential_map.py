@@ -17,15 +17,21 @@ def detect(ev: RankEvidence) -> Finding | None:
     if not cfg.sequential_maps:
         return None
     share = ev.input_share
-    evidence: dict[str, object] = {"sequential_maps": cfg.sequential_maps,
-                                   "parallel_maps": cfg.parallel_maps or 0}
+    evidence: dict[str, object] = {
+        "sequential_maps": cfg.sequential_maps,
+        "parallel_maps": cfg.parallel_maps or 0,
+    }
     if share is not None:
         evidence["input_share_pct"] = pct(share)
     chain = ev.timeline.pipeline.get("iterator_chains") or ev.timeline.pipeline.get(
-        "input", {}).get("chain")
+        "input", {}
+    ).get("chain")
     if chain:
-        evidence["pipeline"] = chain[0] if isinstance(chain, list) and chain and isinstance(
-            chain[0], str) and "::" in chain[0] else " <- ".join(map(str, chain))
+        evidence["pipeline"] = (
+            chain[0]
+            if isinstance(chain, list) and chain and isinstance(chain[0], str) and "::" in chain[0]
+            else " <- ".join(map(str, chain))
+        )
     return Finding(
         id=ID,
         severity="high" if share is not None and share >= T.INPUT_HIGH else "moderate",

@@ -14,18 +14,34 @@ def detect(ev: RankEvidence) -> Finding | None:
     cfg = ev.config
     if not cfg.file_source or cfg.cache or cfg.interleave:
         return None
-    return Finding(ID, "info", f"{cfg.file_source} read sequentially, not cached",
-                   {"source": cfg.file_source}, "lint")
+    return Finding(
+        ID,
+        "info",
+        f"{cfg.file_source} read sequentially, not cached",
+        {"source": cfg.file_source},
+        "lint",
+    )
 
 
 def advise(f: Finding, s: Situation) -> list[Suggestion]:
     inp = s.shares["input"]
     if inp <= 0.02:
         return []
-    g = Gain.of(1.0, 1.0, removed(inp), "not estimated: depends on the storage; removing "
-                f"the whole input wait ({inp:.0%}) would be worth {removed(inp):.2f}×")
-    return [Suggestion(
-        "Read the source in parallel",
-        "ds.interleave(..., num_parallel_calls=tf.data.AUTOTUNE) over several files, and "
-        "ds.cache() when the data fits in memory or on local disk.",
-        g.point, g.basis, ID, [round(g.low, 2), round(g.high, 2)])]
+    g = Gain.of(
+        1.0,
+        1.0,
+        removed(inp),
+        "not estimated: depends on the storage; removing "
+        f"the whole input wait ({inp:.0%}) would be worth {removed(inp):.2f}×",
+    )
+    return [
+        Suggestion(
+            "Read the source in parallel",
+            "ds.interleave(..., num_parallel_calls=tf.data.AUTOTUNE) over several files, and "
+            "ds.cache() when the data fits in memory or on local disk.",
+            g.point,
+            g.basis,
+            ID,
+            [round(g.low, 2), round(g.high, 2)],
+        )
+    ]

@@ -25,14 +25,15 @@ def detect(ev: RankEvidence) -> Finding | None:
         return None  # no training-batch advice on an inference trace
     if b.shares["compute"] < COMPUTE_SHARE:
         return None
-    evidence: dict[str, object] = {"batch": int(per), "compute_share_pct":
-                                   round(100 * b.shares["compute"], 1)}
+    evidence: dict[str, object] = {
+        "batch": int(per),
+        "compute_share_pct": round(100 * b.shares["compute"], 1),
+    }
     own = ev.host.own_cores()
     if ev.cpu_device and own is not None and cfg.cores:
         evidence["cpu_this_run_p50_cores"] = round(own, 2)
         evidence["cores"] = cfg.cores
-    return Finding(ID, "moderate", f"Compute-bound at a small batch ({int(per)} samples)",
-                   evidence)
+    return Finding(ID, "moderate", f"Compute-bound at a small batch ({int(per)} samples)", evidence)
 
 
 def _core_use(s: Situation) -> float | None:
@@ -51,17 +52,27 @@ def advise(f: Finding, s: Situation) -> list[Suggestion]:
     if use is not None:
         # per sample: the fixed part shrinks k-fold, compute runs on all cores
         high = 1.0 / max(1e-6, fixed / k + (1.0 - fixed) * use)
-        basis = (f"per-step fixed cost {fixed:.0%} paid once per {k}× batch; compute used "
-                 f"{use:.0%} of the cores and can fill them")
+        basis = (
+            f"per-step fixed cost {fixed:.0%} paid once per {k}× batch; compute used "
+            f"{use:.0%} of the cores and can fill them"
+        )
     else:
         high = low
-        basis = (f"per-step fixed cost {fixed:.0%} paid once per {k}× batch; the gain from "
-                 "bigger kernels is not estimated")
+        basis = (
+            f"per-step fixed cost {fixed:.0%} paid once per {k}× batch; the gain from "
+            "bigger kernels is not estimated"
+        )
     g = Gain.of((low * high) ** 0.5, low, high, basis)
     per = s.config.per_replica_batch
-    return [Suggestion(
-        f"Train with a {k}× bigger batch",
-        f"batch_size={int(per or 0) * k or 'larger'} (scale the learning rate with it, e.g. "
-        "linearly with warm-up): throughput per sample rises because each step's fixed cost "
-        "is shared by more samples and kernels get big enough to use the device.",
-        g.point, g.basis + " (gain per sample)", ID, [round(g.low, 2), round(g.high, 2)])]
+    return [
+        Suggestion(
+            f"Train with a {k}× bigger batch",
+            f"batch_size={int(per or 0) * k or 'larger'} (scale the learning rate with it, e.g. "
+            "linearly with warm-up): throughput per sample rises because each step's fixed cost "
+            "is shared by more samples and kernels get big enough to use the device.",
+            g.point,
+            g.basis + " (gain per sample)",
+            ID,
+            [round(g.low, 2), round(g.high, 2)],
+        )
+    ]

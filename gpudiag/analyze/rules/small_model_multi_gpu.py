@@ -22,14 +22,15 @@ def detect(ev: RankEvidence) -> Finding | None:
     if not small_params and per >= SMALL_PER_REPLICA_BATCH:
         return None
     return Finding(
-        ID, "moderate",
+        ID,
+        "moderate",
         f"{replicas} replicas for {cfg.params or '?'} parameters at {per:g} samples per replica",
         {"replicas": replicas, "params": cfg.params, "per_replica_batch": round(per, 2)},
-        "lint")
+        "lint",
+    )
 
 
 def advise(f: Finding, s: Situation) -> list[Suggestion]:
     if s.shares["sync"] <= 0.02:
         return []
-    return more_work_per_allreduce(
-        s, ID, "; a model this small may train faster on fewer devices")
+    return more_work_per_allreduce(s, ID, "; a model this small may train faster on fewer devices")

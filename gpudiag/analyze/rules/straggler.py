@@ -43,16 +43,27 @@ def advise(f: Finding, s: Situation) -> list[Suggestion]:
     wait = f.evidence.get("others_wait_share_pct")
     if isinstance(wait, int | float):
         # the others stop waiting for it: their wait share disappears
-        g = Gain.of(removed(wait / 100), 1.0, removed(wait / 100),
-                    f"the other ranks wait {wait:.0f}% of their step for it")
+        g = Gain.of(
+            removed(wait / 100),
+            1.0,
+            removed(wait / 100),
+            f"the other ranks wait {wait:.0f}% of their step for it",
+        )
     else:
-        g = Gain.of(1.0 + slow, 1.0, 1.0 + slow,
-                    f"the straggler is {slow:.0%} slower than the median rank")
-    return [Suggestion(
-        f"Investigate {f.evidence.get('straggler')}",
-        "Everyone waits for the slowest rank at each all-reduce: check its data shard "
-        "size, host load, thermal throttling (NVML clocks) and NIC/NVLink placement.",
-        g.point, g.basis, ID, [round(g.low, 2), round(g.high, 2)])]
+        g = Gain.of(
+            1.0 + slow, 1.0, 1.0 + slow, f"the straggler is {slow:.0%} slower than the median rank"
+        )
+    return [
+        Suggestion(
+            f"Investigate {f.evidence.get('straggler')}",
+            "Everyone waits for the slowest rank at each all-reduce: check its data shard "
+            "size, host load, thermal throttling (NVML clocks) and NIC/NVLink placement.",
+            g.point,
+            g.basis,
+            ID,
+            [round(g.low, 2), round(g.high, 2)],
+        )
+    ]
 
 
 def find_straggler(work_us: dict[str, list[float]]) -> Finding | None:

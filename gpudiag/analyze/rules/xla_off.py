@@ -21,16 +21,31 @@ def detect(ev: RankEvidence) -> Finding | None:
         return None  # on (or unknown, or JAX, which always compiles with XLA)
     if b.shares["compute"] < COMPUTE_SHARE:
         return None
-    return Finding(ID, "info", "Compute-bound without XLA compilation",
-                   {"compute_share_pct": pct(b.shares["compute"]), "jit_compile": False})
+    return Finding(
+        ID,
+        "info",
+        "Compute-bound without XLA compilation",
+        {"compute_share_pct": pct(b.shares["compute"]), "jit_compile": False},
+    )
 
 
 def advise(f: Finding, s: Situation) -> list[Suggestion]:
     c = s.shares["compute"]
     lo, mid, hi = (removed(c * x) for x in FUSION_SAVING)
-    g = Gain.of(mid, lo, hi, f"{FUSION_SAVING[1]:.0%} of compute ({c:.0%}) saved by fusion "
-                "(typical on GPUs; not measured on this run)")
-    return [Suggestion(
-        "Compile the model with XLA",
-        "model.compile(..., jit_compile=True) fuses element-wise ops into fewer kernels.",
-        g.point, g.basis, ID, [round(g.low, 2), round(g.high, 2)])]
+    g = Gain.of(
+        mid,
+        lo,
+        hi,
+        f"{FUSION_SAVING[1]:.0%} of compute ({c:.0%}) saved by fusion "
+        "(typical on GPUs; not measured on this run)",
+    )
+    return [
+        Suggestion(
+            "Compile the model with XLA",
+            "model.compile(..., jit_compile=True) fuses element-wise ops into fewer kernels.",
+            g.point,
+            g.basis,
+            ID,
+            [round(g.low, 2), round(g.high, 2)],
+        )
+    ]
