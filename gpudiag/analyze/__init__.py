@@ -209,9 +209,15 @@ def diagnose(timelines: list[Timeline], cpu_count: int | None = None) -> Diagnos
             "% of the host CPU meanwhile, so this may not be the run's own bottleneck"
         )
     first = next(b for b in parts if b.steps_analyzed)
+    median_ms = steps.get("median_ms")
     situation = Situation(
-        judged, verdict, configs[0], hosts[0], {f.id: f for f in findings}, steps.get("median_ms")
-    )  # type: ignore[arg-type]
+        judged,
+        verdict,
+        configs[0],
+        hosts[0],
+        {f.id: f for f in findings},
+        float(median_ms) if isinstance(median_ms, int | float) else None,
+    )
     return Diagnosis(
         verdict,
         round(confidence, 3),

@@ -115,7 +115,8 @@ def _workers_remedy(s: Situation, kind: str) -> list[Suggestion]:
         Suggestion(
             f"Run the Python input in {n} worker processes",
             f"{where}: PyDataset(workers={n}, use_multiprocessing=True). Python code holds the "
-            "GIL, so threads (parallel map, thread workers) cannot run it in parallel; processes can.",
+            "GIL, so threads (parallel map, thread workers) cannot run it in parallel; "
+            "processes can.",
             g.point,
             g.basis,
             _finding(s, "python-generator", "gil-pressure", "input-wait"),
