@@ -136,3 +136,20 @@ def test_multi_worker_run_compared_with_itself():
     assert len(d.ranks) == 2
     c = compare(d, diagnose(load_file(xplane)))
     assert c.step_time_ratio == 1.0 and not c.appeared and not c.gone
+
+
+def test_terminal_view_escapes_what_came_from_input(pair):
+    """Labels are paths the user typed; remedy titles can name ranks or hosts from a trace."""
+    from rich.console import Console
+
+    from gpudiag.show.compare import render_comparison
+
+    base, new = pair
+    c = compare(base, new)
+    for m in c.remedies:
+        m.title += "\x1b[2J"
+    console = Console(width=120, force_terminal=True, record=True)
+    console.print(render_comparison(c, "base\x1b]0;pwned\x07.json", "new[/]x.json"))
+    out = console.export_text(styles=False)
+    assert "\x1b" not in out and "\x07" not in out
+    assert "new[/]x.json" in out  # shown as typed, not read as markup

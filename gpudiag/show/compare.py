@@ -16,6 +16,7 @@ from rich.text import Text
 from gpudiag.analyze.breakdown import CATEGORIES
 from gpudiag.analyze.compare import Comparison, RunFigures
 from gpudiag.show.report import COLOURS, LABELS, VERDICT_STYLE
+from gpudiag.show.safe import clean, text
 
 STATUS_STYLE = {"applied": "bold green", "not applied": "yellow", "unknown": "bright_black"}
 
@@ -24,17 +25,12 @@ def _ms(v: float | None) -> str:
     return "—" if v is None else f"{v:.1f} ms"
 
 
-def printable(label: str) -> str:
-    """A path from the command line, with control characters made harmless."""
-    return "".join(ch if ch.isprintable() else "\ufffd" for ch in label)
-
-
 def _side(name: str, label: str, r: RunFigures) -> Text:
     t = Text()
     t.append(f"{name:<5}", style="bold")
     t.append(f" {r.verdict.upper()} ", style=VERDICT_STYLE.get(r.verdict, ""))
     t.append(f"  median step {_ms(r.median_step_ms)}, p90 {_ms(r.p90_step_ms)}, {r.steps} steps\n")
-    t.append(f"      {printable(label)}", style="bright_black")
+    t.append(f"      {clean(label)}", style="bright_black")
     return t
 
 
@@ -56,7 +52,7 @@ def render_comparison(c: Comparison, base_label: str, new_label: str) -> Rendera
             f"step time ratio NEW/BASE {c.step_time_ratio:.3f}  ",
             style="bold green" if faster else ("bold red" if c.step_time_ratio > 1.0 else "bold"),
         )
-    head.append(c.summary)
+    head.append(clean(c.summary))
     parts += [head, Text("")]
     t = Table(
         title="Share of step time",
@@ -82,9 +78,9 @@ def render_comparison(c: Comparison, base_label: str, new_label: str) -> Rendera
     if c.gone or c.appeared:
         parts.append(Text(""))
         if c.gone:
-            parts.append(Text("findings gone:     " + ", ".join(c.gone), style="green"))
+            parts.append(text("findings gone:     " + ", ".join(c.gone), style="green"))
         if c.appeared:
-            parts.append(Text("findings appeared: " + ", ".join(c.appeared), style="yellow"))
+            parts.append(text("findings appeared: " + ", ".join(c.appeared), style="yellow"))
     if c.remedies:
         r = Table(
             title="Remedies BASE's report suggested",
@@ -97,7 +93,7 @@ def render_comparison(c: Comparison, base_label: str, new_label: str) -> Rendera
         r.add_column("remedy")
         r.add_column("evidence", overflow="fold")
         for m in c.remedies:
-            r.add_row(Text(m.status, style=STATUS_STYLE[m.status]), Text(m.title), Text(m.note))
+            r.add_row(Text(m.status, style=STATUS_STYLE[m.status]), text(m.title), text(m.note))
         parts += [Text(""), r]
     return Panel(
         Group(*parts), title=escape("gpudiag compare"), title_align="left", border_style="blue"
