@@ -80,4 +80,4 @@ def advise(f: Finding, s: Situation) -> list[Suggestion]:
         "allocator makes those calls rare (not measured on this run)",
     )
     title, detail = _REMEDY[api(s.config)]
-    return [Suggestion(title, detail, g.point, g.basis, ID, [round(g.low, 2), round(g.high, 2)])]
+    return [g.suggestion(title, detail, ID)]

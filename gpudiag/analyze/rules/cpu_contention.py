@@ -50,14 +50,11 @@ def advise(f: Finding, s: Situation) -> list[Suggestion]:
         f"run could get up to {high:.2f}× the CPU it has now (not estimated further)",
     )
     return [
-        Suggestion(
+        g.suggestion(
             "Free the CPU from other processes",
             "Other processes use the cores this run needs (see `top`): stop them, pin them to "
             "other cores (taskset), or run training on a quieter machine. The verdict and figures "
             "of this run are distorted by them.",
-            g.point,
-            g.basis,
             ID,
-            [round(g.low, 2), round(g.high, 2)],
         )
     ]

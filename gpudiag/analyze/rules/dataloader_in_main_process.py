@@ -44,13 +44,10 @@ def advise(f: Finding, s: Situation) -> list[Suggestion]:
         f"DataLoader wait {inp:.0%} spread over {n} workers",
     )
     return [
-        Suggestion(
+        g.suggestion(
             "Load data in worker processes",
             f"DataLoader(..., num_workers={n}, pin_memory=True, persistent_workers=True): "
             "decoding and augmentation now run in the training process between steps.",
-            g.point,
-            g.basis,
             ID,
-            [round(g.low, 2), round(g.high, 2)],
         )
     ]

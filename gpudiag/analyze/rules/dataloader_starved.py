@@ -51,15 +51,12 @@ def advise(f: Finding, s: Situation) -> list[Suggestion]:
         "nothing if the host CPU is saturated (not measured on this run)",
     )
     return [
-        Suggestion(
+        g.suggestion(
             "Feed the GPU faster from the DataLoader",
             "More workers (DataLoader(num_workers=...) up to the free cores), prefetch_factor=4, "
             "persistent_workers=True, pin_memory=True; if the workers are CPU-bound, decode and "
             "augment on the GPU (torchvision.transforms.v2 on CUDA tensors, NVIDIA DALI) or cache "
             "pre-processed samples.",
-            g.point,
-            g.basis,
             ID,
-            [round(g.low, 2), round(g.high, 2)],
         )
     ]

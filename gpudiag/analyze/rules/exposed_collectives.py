@@ -70,13 +70,10 @@ def more_work_per_allreduce(
             f"exposed sync {sync:.0%} amortised over a {k}× batch",
         )
     return [
-        Suggestion(
+        g.suggestion(
             title,
             detail + extra + ".",
-            g.point,
-            g.basis,
             finding,
-            [round(g.low, 2), round(g.high, 2)],
         )
     ]
 

@@ -38,4 +38,4 @@ def advise(f: Finding, s: Situation) -> list[Suggestion]:
         f"half of compute ({c:.0%}) saved on tensor-core GPUs (not measured here)",
     )
     title, detail = remedy("mixed-precision", s.config) or ("Use mixed precision", "")
-    return [Suggestion(title, detail, g.point, g.basis, ID, [round(g.low, 2), round(g.high, 2)])]
+    return [g.suggestion(title, detail, ID)]

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from gpudiag.analyze.diagnosis import Suggestion
+
 MAX_SHARE = 0.95  # a share is never taken as 100%: the step cannot become free
 
 
@@ -33,6 +35,17 @@ class Gain:
         """Sorted and clamped to >= 1 (a remedy is never predicted to slow training)."""
         lo, hi = sorted((max(1.0, low), max(1.0, high)))
         return cls(min(max(1.0, point), hi) if point >= lo else lo, lo, hi, basis)
+
+    def suggestion(self, title: str, detail: str, finding: str) -> Suggestion:
+        """A remedy carrying this estimate: point, basis and the range rounded for display."""
+        return Suggestion(
+            title,
+            detail,
+            self.point,
+            self.basis,
+            finding,
+            [round(self.low, 2), round(self.high, 2)],
+        )
 
     def capped(self, cap: float | None, why: str) -> Gain:
         if cap is None or cap >= self.high:

@@ -54,13 +54,10 @@ def advise(f: Finding, s: Situation) -> list[Suggestion]:
         f"host overhead {other:.0%} of step time paid once per {STEPS} steps",
     )
     return [
-        Suggestion(
+        g.suggestion(
             f"Run {STEPS} steps per execution",
             f"model.compile(..., steps_per_execution={STEPS}): Keras dispatches {STEPS} steps at "
             "once and runs per-batch callbacks once per execution.",
-            g.point,
-            g.basis,
             ID,
-            [round(g.low, 2), round(g.high, 2)],
         )
     ]

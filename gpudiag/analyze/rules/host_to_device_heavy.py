@@ -40,4 +40,4 @@ def advise(f: Finding, s: Situation) -> list[Suggestion]:
         f"exposed copies are {x:.0%} of step time; half hidden or shrunk at the point",
     )
     title, detail = remedy("overlap-copies", s.config) or ("Overlap host-to-device copies", "")
-    return [Suggestion(title, detail, g.point, g.basis, ID, [round(g.low, 2), round(g.high, 2)])]
+    return [g.suggestion(title, detail, ID)]

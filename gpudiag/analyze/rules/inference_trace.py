@@ -81,4 +81,4 @@ def advise(f: Finding, s: Situation) -> list[Suggestion]:
             "The step already replays CUDA graphs: the device idles because each step is "
             "small; serve bigger batches (continuous batching) per step.",
         )
-    return [Suggestion(text[0], text[1], g.point, g.basis, ID, [round(g.low, 2), round(g.high, 2)])]
+    return [g.suggestion(text[0], text[1], ID)]

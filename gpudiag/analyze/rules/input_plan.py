@@ -112,15 +112,12 @@ def _workers_remedy(s: Situation, kind: str) -> list[Suggestion]:
         "keras.utils.PyDataset whose __getitem__ builds one batch",
     }.get(cfg.input_kind or "", "Produce batches in a keras.utils.PyDataset")
     return [
-        Suggestion(
+        g.suggestion(
             f"Run the Python input in {n} worker processes",
             f"{where}: PyDataset(workers={n}, use_multiprocessing=True). Python code holds the "
             "GIL, so threads (parallel map, thread workers) cannot run it in parallel; "
             "processes can.",
-            g.point,
-            g.basis,
             _finding(s, "python-generator", "gil-pressure", "input-wait"),
-            [round(g.low, 2), round(g.high, 2)],
         )
     ]
 
@@ -134,15 +131,12 @@ def _parallel_map_remedy(s: Situation) -> list[Suggestion]:
         return []
     g = _input_gain(s, n, n, n)
     return [
-        Suggestion(
+        g.suggestion(
             "Parallelise the tf.data map",
             f"ds.map(fn, num_parallel_calls=tf.data.AUTOTUNE): {cfg.sequential_maps} map(s) now "
             f"run on one core; this run has {n} cores. TF ops run outside the GIL, so the map "
             "spreads over them.",
-            g.point,
-            g.basis,
             _finding(s, "sequential-map", "input-wait"),
-            [round(g.low, 2), round(g.high, 2)],
         )
     ]
 
@@ -160,14 +154,11 @@ def _prefetch_remedy(s: Situation) -> list[Suggestion]:
         f"up to the overlap of input ({inp:.0%}) with compute",
     )
     return [
-        Suggestion(
+        g.suggestion(
             "Prefetch so input overlaps compute",
             "End the pipeline with ds.prefetch(tf.data.AUTOTUNE): the pipeline has no prefetch "
             "and TensorFlow's automatic one is off.",
-            g.point,
-            g.basis,
             "no-prefetch",
-            [round(g.low, 2), round(g.high, 2)],
         )
     ]
 
@@ -185,15 +176,12 @@ def _less_work_remedy(s: Situation, head: float | None) -> list[Suggestion]:
         "" if s.config.cache else "cache decoded samples (ds.cache()) before random augmentation, "
     )
     return [
-        Suggestion(
+        g.suggestion(
             "Do less CPU work per sample",
             f"The CPU has no headroom (at most {head or 1.0:.2f}× more available), so more "
             f"parallelism cannot help: {cache}pre-resize or pre-decode data offline, or move "
             "augmentation into the model (Keras preprocessing layers) where it runs with compute.",
-            g.point,
-            g.basis,
             _finding(s, "cpu-saturated", "input-wait"),
-            [round(g.low, 2), round(g.high, 2)],
         )
     ]
 
@@ -209,15 +197,12 @@ def _unknown_remedy(s: Situation) -> list[Suggestion]:
         f"{removed(inp):.2f}×",
     )
     return [
-        Suggestion(
+        g.suggestion(
             "Find out what the input pipeline spends its time on",
             "Record the run with DiagnoseCallback(dataset=...) so gpudiag sees the pipeline; then: "
             "native TF ops -> map(num_parallel_calls=AUTOTUNE); Python code -> "
             "PyDataset(workers, use_multiprocessing=True); file reads -> interleave + cache.",
-            g.point,
-            g.basis,
             _finding(s, "input-wait"),
-            [round(g.low, 2), round(g.high, 2)],
         )
     ]
 

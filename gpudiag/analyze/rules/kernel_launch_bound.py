@@ -58,7 +58,5 @@ def advise(f: Finding, s: Situation) -> list[Suggestion]:
             f"idle between kernels {other:.0%}; fusion removes part of the launches "
             "(not measured on this machine)",
         )
-        out.append(
-            Suggestion(text[0], text[1], g.point, g.basis, ID, [round(g.low, 2), round(g.high, 2)])
-        )
+        out.append(g.suggestion(text[0], text[1], ID))
     return out

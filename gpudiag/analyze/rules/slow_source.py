@@ -35,13 +35,10 @@ def advise(f: Finding, s: Situation) -> list[Suggestion]:
         f"the whole input wait ({inp:.0%}) would be worth {removed(inp):.2f}×",
     )
     return [
-        Suggestion(
+        g.suggestion(
             "Read the source in parallel",
             "ds.interleave(..., num_parallel_calls=tf.data.AUTOTUNE) over several files, and "
             "ds.cache() when the data fits in memory or on local disk.",
-            g.point,
-            g.basis,
             ID,
-            [round(g.low, 2), round(g.high, 2)],
         )
     ]

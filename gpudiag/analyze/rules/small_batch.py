@@ -62,17 +62,14 @@ def advise(f: Finding, s: Situation) -> list[Suggestion]:
             f"per-step fixed cost {fixed:.0%} paid once per {k}× batch; the gain from "
             "bigger kernels is not estimated"
         )
-    g = Gain.of((low * high) ** 0.5, low, high, basis)
+    g = Gain.of((low * high) ** 0.5, low, high, basis + " (gain per sample)")
     per = s.config.per_replica_batch
     return [
-        Suggestion(
+        g.suggestion(
             f"Train with a {k}× bigger batch",
             f"batch_size={int(per or 0) * k or 'larger'} (scale the learning rate with it, e.g. "
             "linearly with warm-up): throughput per sample rises because each step's fixed cost "
             "is shared by more samples and kernels get big enough to use the device.",
-            g.point,
-            g.basis + " (gain per sample)",
             ID,
-            [round(g.low, 2), round(g.high, 2)],
         )
     ]

@@ -54,14 +54,11 @@ def advise(f: Finding, s: Situation) -> list[Suggestion]:
             1.0 + slow, 1.0, 1.0 + slow, f"the straggler is {slow:.0%} slower than the median rank"
         )
     return [
-        Suggestion(
+        g.suggestion(
             f"Investigate {f.evidence.get('straggler')}",
             "Everyone waits for the slowest rank at each all-reduce: check its data shard "
             "size, host load, thermal throttling (NVML clocks) and NIC/NVLink placement.",
-            g.point,
-            g.basis,
             ID,
-            [round(g.low, 2), round(g.high, 2)],
         )
     ]
 

@@ -40,12 +40,9 @@ def advise(f: Finding, s: Situation) -> list[Suggestion]:
         "(typical on GPUs; not measured on this run)",
     )
     return [
-        Suggestion(
+        g.suggestion(
             "Compile the model with XLA",
             "model.compile(..., jit_compile=True) fuses element-wise ops into fewer kernels.",
-            g.point,
-            g.basis,
             ID,
-            [round(g.low, 2), round(g.high, 2)],
         )
     ]
