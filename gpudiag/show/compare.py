@@ -10,12 +10,11 @@ from __future__ import annotations
 from rich.console import Group, RenderableType
 from rich.markup import escape
 from rich.panel import Panel
-from rich.table import Table
 from rich.text import Text
 
 from gpudiag.analyze.breakdown import CATEGORIES
 from gpudiag.analyze.compare import Comparison, RunFigures
-from gpudiag.show.report import COLOURS, LABELS, VERDICT_STYLE
+from gpudiag.show.report import COLOURS, LABELS, VERDICT_STYLE, section_table
 from gpudiag.show.safe import clean, text
 
 STATUS_STYLE = {"applied": "bold green", "not applied": "yellow", "unknown": "bright_black"}
@@ -54,13 +53,7 @@ def render_comparison(c: Comparison, base_label: str, new_label: str) -> Rendera
         )
     head.append(clean(c.summary))
     parts += [head, Text("")]
-    t = Table(
-        title="Share of step time",
-        title_justify="left",
-        title_style="bold",
-        show_edge=False,
-        pad_edge=False,
-    )
+    t = section_table("Share of step time")
     for col in ("", "BASE", "", "NEW", "", "change"):
         t.add_column(col, justify="left" if col in ("",) else "right")
     for cat in CATEGORIES:
@@ -82,13 +75,7 @@ def render_comparison(c: Comparison, base_label: str, new_label: str) -> Rendera
         if c.appeared:
             parts.append(text("findings appeared: " + ", ".join(c.appeared), style="yellow"))
     if c.remedies:
-        r = Table(
-            title="Remedies BASE's report suggested",
-            title_justify="left",
-            title_style="bold",
-            show_edge=False,
-            pad_edge=False,
-        )
+        r = section_table("Remedies BASE's report suggested")
         r.add_column("status")
         r.add_column("remedy")
         r.add_column("evidence", overflow="fold")

@@ -58,6 +58,13 @@ class ColourAware:
         yield self.make(console.color_system is None or console.no_color)
 
 
+def section_table(title: str) -> Table:
+    """A titled table in the report's one style: bold left title, no outer edge."""
+    return Table(
+        title=title, title_justify="left", title_style="bold", show_edge=False, pad_edge=False
+    )
+
+
 def stacked_bar(shares: dict[str, float], width: int, plain: bool = False) -> Text:
     """One line, each category a run of blocks proportional to its share (letters when
     ``plain``: no colour to tell them apart)."""
@@ -130,14 +137,7 @@ def render_report(d: Diagnosis, width: int = 100) -> RenderableType:
                 ColourAware(lambda plain: step_strip(d.per_step, bar_width, plain)),
             ]
     if d.findings:
-        t = Table(
-            title="Evidence",
-            title_justify="left",
-            title_style="bold",
-            expand=False,
-            show_edge=False,
-            pad_edge=False,
-        )
+        t = section_table("Evidence")
         t.add_column("severity")
         t.add_column("finding")
         t.add_column("what was measured", overflow="fold")
@@ -149,13 +149,7 @@ def render_report(d: Diagnosis, width: int = 100) -> RenderableType:
             )
         parts += [Text(""), t]
     if d.suggestions:
-        t = Table(
-            title="Top fixes",
-            title_justify="left",
-            title_style="bold",
-            show_edge=False,
-            pad_edge=False,
-        )
+        t = section_table("Top fixes")
         t.add_column("gain", justify="right")
         t.add_column("change", overflow="fold")
         for s in d.suggestions[:5]:
@@ -168,13 +162,7 @@ def render_report(d: Diagnosis, width: int = 100) -> RenderableType:
             )
         parts += [Text(""), t]
     if d.devices:
-        t = Table(
-            title="Devices",
-            title_justify="left",
-            title_style="bold",
-            show_edge=False,
-            pad_edge=False,
-        )
+        t = section_table("Devices")
         for col in (
             "rank",
             "device",
@@ -201,9 +189,7 @@ def render_report(d: Diagnosis, width: int = 100) -> RenderableType:
             )
         parts += [Text(""), t]
     if len(d.ranks) > 1:
-        t = Table(
-            title="Ranks", title_justify="left", title_style="bold", show_edge=False, pad_edge=False
-        )
+        t = section_table("Ranks")
         waits = any(r.wait_ms is not None for r in d.ranks)  # analyze/arrival.py
         cols = ["rank", "verdict", "steps", "step"] + (["work", "waits"] if waits else [])
         for col in [*cols, "input", "compute", "sync", "other"]:
