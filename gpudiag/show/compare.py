@@ -14,8 +14,9 @@ from rich.text import Text
 
 from gpudiag.analyze.breakdown import CATEGORIES
 from gpudiag.analyze.compare import Comparison, RunFigures
-from gpudiag.show.report import COLOURS, LABELS, VERDICT_STYLE, section_table
+from gpudiag.show.report import COLOURS, VERDICT_STYLE, section_table
 from gpudiag.show.safe import clean, text
+from gpudiag.show.units import LABELS
 
 STATUS_STYLE = {"applied": "bold green", "not applied": "yellow", "unknown": "bright_black"}
 

@@ -17,7 +17,7 @@ from typing import Any
 from gpudiag import __version__
 from gpudiag.analyze.breakdown import CATEGORIES
 from gpudiag.analyze.diagnosis import Diagnosis, Finding
-from gpudiag.show.units import KEY_UNITS, UNIT_SUFFIXES, gain_text
+from gpudiag.show.units import KEY_UNITS, LABELS, UNIT_SUFFIXES, gain_text
 
 COLOURS = {
     "input": "#d62728",
@@ -25,13 +25,6 @@ COLOURS = {
     "compute": "#2ca02c",
     "sync": "#e6b000",
     "other": "#b0b0b0",
-}
-LABELS = {
-    "input": "input wait",
-    "transfer": "host↔device",
-    "compute": "compute",
-    "sync": "exposed sync",
-    "other": "other/idle",
 }
 VERDICT_COLOURS = {
     "data-starved": "#d62728",

@@ -19,7 +19,7 @@ from rich.text import Text
 from gpudiag.analyze.breakdown import CATEGORIES
 from gpudiag.analyze.diagnosis import Diagnosis
 from gpudiag.show.safe import clean, text
-from gpudiag.show.units import evidence_item, gain_text
+from gpudiag.show.units import LABELS, evidence_item, gain_text
 
 COLOURS = {
     "input": "red",
@@ -35,13 +35,6 @@ VERDICT_STYLE = {
     "inconclusive": "bold white on bright_black",
 }
 SEVERITY_STYLE = {"high": "bold red", "moderate": "yellow", "info": "cyan"}
-LABELS = {
-    "input": "input wait",
-    "transfer": "host↔device",
-    "compute": "compute",
-    "sync": "exposed sync",
-    "other": "other/idle",
-}
 
 
 # Without colour (a pipe, a log, NO_COLOR) blocks all look alike: each category gets a letter.

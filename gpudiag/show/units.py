@@ -17,6 +17,14 @@ UNIT_SUFFIXES = (
     ("_s", " s"),
 )
 KEY_UNITS = {"waiting_in": " ms"}  # keys kept for compatibility, with their unit
+# what each breakdown category (analyze.breakdown.CATEGORIES) is called in every view
+LABELS = {
+    "input": "input wait",
+    "transfer": "host↔device",
+    "compute": "compute",
+    "sync": "exposed sync",
+    "other": "other/idle",
+}
 
 
 def evidence_item(key: str, value: object) -> str:
