@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import subprocess
 import sys
 import textwrap
 import threading
 import time
+from collections.abc import Iterator
 
 import psutil
 
@@ -28,6 +30,25 @@ def _gone(pid: int, timeout: float = 5.0) -> bool:
     return False
 
 
+@contextlib.contextmanager
+def _python_thread_spinning() -> Iterator[None]:
+    """A thread running pure Python (it holds the GIL) for the duration of the block."""
+    stop = threading.Event()
+
+    def spin() -> None:
+        x = 0
+        while not stop.is_set():
+            x += 1
+
+    t = threading.Thread(target=spin, daemon=True)
+    t.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        t.join()
+
+
 def _window(probe: GilProbe, seconds: float):
     t0 = time.monotonic()
     time.sleep(seconds)
@@ -43,20 +64,8 @@ def test_busy_python_thread_raises_in_process_lateness_only():
             time.sleep(0.05)  # the reference subprocess is starting
         idle = _window(probe, 0.8)
 
-        stop = threading.Event()
-
-        def spin() -> None:
-            x = 0
-            while not stop.is_set():
-                x += 1
-
-        t = threading.Thread(target=spin, daemon=True)
-        t.start()
-        try:
+        with _python_thread_spinning():
             busy = _window(probe, 0.8)
-        finally:
-            stop.set()
-            t.join()
     assert idle.n > 20 and busy.n > 20 and busy.ref_n > 20
     # idle ≈ 0.1 ms, busy ≈ the 5 ms switch interval: margins are wide on purpose
     assert busy.p95_ms > 2.0, (idle, busy)
@@ -127,25 +136,13 @@ def test_bursts_measure_only_when_asked_and_see_a_busy_thread():
     with GilProbe(burst_s=0.8, period_s=3600) as probe:
         time.sleep(0.3)
         assert probe.stats().n == 0 and probe.stats().ref_n == 0  # nothing wakes between bursts
-        stop = threading.Event()
-
-        def spin() -> None:
-            x = 0
-            while not stop.is_set():
-                x += 1
-
-        t = threading.Thread(target=spin, daemon=True)
-        t.start()
-        try:
+        with _python_thread_spinning():
             probe.request_burst()
             deadline = time.monotonic() + 10
             bursts = []
             while not bursts and time.monotonic() < deadline:
                 time.sleep(0.1)
                 bursts = probe.take()
-        finally:
-            stop.set()
-            t.join()
         time.sleep(probe.chunk_s + 0.1)
         n_after = probe.stats().n
         time.sleep(0.3)
