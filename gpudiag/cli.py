@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import glob
 import json
 import math
 import os
@@ -342,12 +341,12 @@ def _run_files(arg: str) -> list[str]:
 def expand_pattern(arg: str) -> list[str]:
     """A glob pattern the shell left alone (quoted; Windows and zsh never expand for us) is
     expanded here, sorted; any other argument is a path."""
-    if not os.path.exists(arg) and glob.has_magic(arg):
-        files = sorted(glob.glob(arg))
-        if not files:
-            raise BadInput(f"{arg}: no file matches this pattern")
-        return files
-    return [arg]
+    from gpudiag.trace.load import matching_paths
+
+    files = matching_paths(arg)
+    if not files:
+        raise BadInput(f"{arg}: no file matches this pattern")
+    return files
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
@@ -405,8 +404,10 @@ def cmd_live(args: argparse.Namespace) -> int:
 
     if args.interval <= 0:
         return _fail("--interval must be positive")
+    from gpudiag.trace.load import matching_paths
+
     for arg in args.follow or []:
-        if not os.path.exists(arg) and glob.has_magic(arg) and not glob.glob(arg):
+        if not matching_paths(arg):
             return _fail(
                 f"{arg}: no file matches this pattern (give the trace's "
                 "name to wait for a run that has not started)"

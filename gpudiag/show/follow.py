@@ -21,14 +21,14 @@ import numpy as np
 from gpudiag.analyze import diagnose
 from gpudiag.show.live import TrainingStatus
 from gpudiag.trace.follow import TraceTail
+from gpudiag.trace.load import matching_paths
 
 
 def newest(patterns: Sequence[str]) -> str | None:
     """The most recently modified regular file among paths and glob patterns."""
     found: list[tuple[float, str]] = []
     for p in patterns:
-        names = [p] if os.path.exists(p) or not glob.has_magic(p) else glob.glob(p)
-        for name in names:
+        for name in matching_paths(p):
             try:
                 st = os.stat(name)
             except OSError:

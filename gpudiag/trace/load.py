@@ -9,6 +9,8 @@ streams its file (see ``source.py`` for the bounds on size, nesting and strings)
 
 from __future__ import annotations
 
+import glob
+import os
 from collections.abc import Callable, Sequence
 
 from gpudiag.trace.chrome import index_names, open_chrome
@@ -18,6 +20,15 @@ from gpudiag.trace.kineto import TOP_KEYS, looks_like_kineto, read_kineto
 from gpudiag.trace.source import is_gzip, peek_source, sniff
 from gpudiag.trace.tfprof import looks_like_tf, read_tf_trace
 from gpudiag.trace.timeline import Timeline
+
+
+def matching_paths(arg: str) -> list[str]:
+    """The files an argument names: a path that exists is itself, even with ``*`` or ``[`` in
+    its name; otherwise a glob pattern (quoted, so the shell left it) gives its matches,
+    sorted, possibly none; anything else is a path to read or wait for."""
+    if not os.path.exists(arg) and glob.has_magic(arg):
+        return sorted(glob.glob(arg))
+    return [arg]
 
 
 def load_file(path: str) -> list[Timeline]:
