@@ -121,7 +121,6 @@ class RankWaits:
     work_ms: float
     wait_ms: float  # waiting in collectives for the last rank to arrive
     clock_offset_ms: float
-    last_in_steps_pct: float
 
 
 def _aligned(signals: list[Signal]) -> tuple[np.ndarray, list[np.ndarray]] | None:
@@ -161,7 +160,6 @@ def arrival_table(
             round(float(np.median(cycle[r] - wait[r])) / 1e3, 3),
             round(float(np.median(wait[r])) / 1e3, 3),
             round(float(offset[r]) / 1e3, 3),
-            round(100.0 * float(np.mean(last == r)), 1),
         )
         for r, label in enumerate(labels)
     ]

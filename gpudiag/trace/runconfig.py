@@ -85,9 +85,3 @@ class RunConfig:
         return {
             f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) is not None
         }
-
-    @classmethod
-    def from_dict(cls, facts: dict[str, Any]) -> RunConfig:
-        cfg = cls()
-        cfg.update(facts)
-        return cfg
