@@ -48,3 +48,37 @@ def test_timeline_freeze_sorts_steps_and_drops_empty():
     tl.freeze()
     assert tl.steps.index.tolist() == [1, 2]  # zero-length step 3 dropped
     assert not tl.has_device_activity()
+
+
+def _grid_cover(iv: Intervals, grid: np.ndarray) -> np.ndarray:
+    """Reference: which unit cells [g, g+1) of an integer grid the intervals cover."""
+    cover = np.zeros(grid.size, dtype=bool)
+    for s, e in zip(iv.starts, iv.ends, strict=True):
+        cover |= (grid >= s) & (grid + 1 <= e)
+    return cover
+
+
+def _random_intervals(rng: np.random.Generator, n: int) -> Intervals:
+    starts = rng.integers(0, 200, n).astype(float)
+    return Intervals(starts, starts + rng.integers(0, 30, n))
+
+
+def test_subtract_and_covered_in_match_a_brute_force_reference():
+    """Vectorized set arithmetic against cell-by-cell counting on integer intervals: ties,
+    touching ends, nesting and zero-length intervals included."""
+    rng = np.random.default_rng(7)
+    grid = np.arange(-10, 260, dtype=float)
+    for _ in range(200):
+        a = _random_intervals(rng, int(rng.integers(0, 12)))
+        b = _random_intervals(rng, int(rng.integers(0, 12)))
+        d = subtract(a, b)
+        expected = _grid_cover(a, grid) & ~_grid_cover(b, grid)
+        assert np.array_equal(_grid_cover(d, grid), expected)
+        assert d.total() == float(expected.sum())
+        assert np.all(d.starts[1:] > d.ends[:-1])  # disjoint and not touching
+        lo = rng.integers(-10, 240, 20).astype(float)
+        hi = lo + rng.integers(0, 40, 20)
+        got = a.covered_in(lo, hi)
+        cover = _grid_cover(a, grid)
+        want = [cover[(grid >= x) & (grid + 1 <= y)].sum() for x, y in zip(lo, hi, strict=True)]
+        assert np.allclose(got, want)

@@ -16,7 +16,7 @@ import numpy as np
 from gpudiag.analyze import rules
 from gpudiag.analyze.activity import activity_strips
 from gpudiag.analyze.arrival import RankTiming, find_waited_for
-from gpudiag.analyze.breakdown import Breakdown, merge_breakdowns
+from gpudiag.analyze.breakdown import Breakdown, merge_breakdowns, row_dicts
 from gpudiag.analyze.diagnosis import DeviceSummary, Diagnosis, Finding, RankSummary
 from gpudiag.analyze.gaps import Gaps, idle_gaps
 from gpudiag.analyze.phases import per_batch_times, weighted_quantile, whole_run
@@ -228,7 +228,7 @@ def diagnose(timelines: list[Timeline], cpu_count: int | None = None) -> Diagnos
         ranks,
         devices,
         steps,
-        first.per_step[:200],
+        row_dicts(first.per_step, 200),
         limitations,
         sources,
         producer,

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from gpudiag.analyze.breakdown import profiled_steps
+from gpudiag.analyze.breakdown import CATEGORIES, profiled_steps, row_dicts
 from gpudiag.trace.timeline import TRANSFER_KINDS, Intervals, Kind, Timeline, union_many
 
 BINS = 160
@@ -29,16 +29,8 @@ MAX_POINTS = 200
 
 def coverage(iv: Intervals, edges: np.ndarray) -> np.ndarray:
     """Fraction of each bin [edges[i], edges[i+1]) covered by the intervals."""
-    m = iv.merged()
     width = np.diff(edges)
-    if not len(m):
-        return np.zeros(width.size)
-    s, e = m.starts, m.ends
-    cum = np.concatenate([[0.0], np.cumsum(e - s)])
-    k = np.searchsorted(s, edges, side="right")  # intervals started at or before each edge
-    last_end = np.where(k > 0, e[np.maximum(k - 1, 0)], edges)
-    covered = cum[k] - np.maximum(0.0, last_end - edges)  # time covered up to each edge
-    frac = np.diff(covered) / np.where(width > 0, width, 1.0)
+    frac = np.diff(iv.covered_until(edges)) / np.where(width > 0, width, 1.0)
     return np.clip(frac, 0.0, 1.0)
 
 
@@ -104,20 +96,18 @@ def _window(tl: Timeline, idx: np.ndarray) -> dict[str, Any]:
     }
 
 
-def _window_shares(tl: Timeline, idx: np.ndarray, rows: list[dict[str, float]]) -> dict[str, float]:
+def _window_shares(tl: Timeline, idx: np.ndarray, rows: np.ndarray) -> dict[str, float]:
     """The window's breakdown: its steps' shares weighted by step duration."""
-    if not rows or len(rows) != idx.size:
+    if not len(rows) or len(rows) != idx.size:
         return {}
     dur = (tl.steps.end[idx] - tl.steps.start[idx]).astype(float)
     total = float(dur.sum()) or 1.0
-    return {
-        k: round(float(sum(r.get(k, 0.0) * w for r, w in zip(rows, dur, strict=True))) / total, 4)
-        for k in rows[0]
-    }
+    mean = (rows * dur[:, None]).sum(axis=0) / total
+    return {k: round(float(v), 4) for k, v in zip(CATEGORIES, mean, strict=True)}
 
 
 def activity_strips(
-    timelines: list[Timeline], labels: list[str], per_step: list[list[dict[str, float]]]
+    timelines: list[Timeline], labels: list[str], per_step: list[np.ndarray]
 ) -> list[dict[str, Any]]:
     """Per rank (the first ``MAX_RANKS``): its profiled windows, binned, and its per-step
     breakdown rows (``per_step[i]``, as the breakdown computed them)."""
@@ -136,7 +126,9 @@ def activity_strips(
             {
                 "rank": label,
                 "windows": windows,
-                "per_step": [{k: round(v, 4) for k, v in row.items()} for row in rows[:MAX_STEPS]],
+                "per_step": [
+                    {k: round(v, 4) for k, v in row.items()} for row in row_dicts(rows, MAX_STEPS)
+                ],
             }
         )
     return out

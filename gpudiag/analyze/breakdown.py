@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from gpudiag.trace.timeline import TRANSFER_KINDS, Intervals, Kind, Timeline, subtract, union_many
+from gpudiag.trace.timeline import TRANSFER_KINDS, Kind, Timeline, subtract, union_many
 
 CATEGORIES = ("input", "transfer", "compute", "sync", "other")
 
@@ -36,18 +36,20 @@ class Breakdown:
     steps_analyzed: int
     step_time_us: float  # median profiled step
     devices: list[DeviceShares] = field(default_factory=list)
-    per_step: list[dict[str, float]] = field(default_factory=list)  # mean over devices
-    step_durations_us: list[float] = field(default_factory=list)
+    # analyzed steps x CATEGORIES, mean over devices, in the order of ``profiled_steps``
+    per_step: np.ndarray = field(default_factory=lambda: np.zeros((0, len(CATEGORIES))))
+    step_durations_us: np.ndarray = field(default_factory=lambda: np.zeros(0))
     # per device, per step: (step time - exposed sync); for straggler detection
-    work_us: dict[str, list[float]] = field(default_factory=dict)
+    work_us: dict[str, np.ndarray] = field(default_factory=dict)
 
 
 def empty_shares() -> dict[str, float]:
     return dict.fromkeys(CATEGORIES, 0.0)
 
 
-def _len(iv: Intervals) -> float:
-    return float(np.sum(iv.ends - iv.starts)) if len(iv) else 0.0
+def row_dicts(rows: np.ndarray, limit: int) -> list[dict[str, float]]:
+    """The first ``limit`` per-step rows as {category: share} (what the views draw)."""
+    return [dict(zip(CATEGORIES, row, strict=True)) for row in rows[:limit].tolist()]
 
 
 def profiled_steps(tl: Timeline) -> np.ndarray:
@@ -63,6 +65,9 @@ def profiled_steps(tl: Timeline) -> np.ndarray:
 
 
 def step_breakdown(tl: Timeline) -> Breakdown:
+    """Shares per device and step, computed on whole-run interval sets (the exposed parts
+    once per device, then one binary search per step boundary): linear in the trace, so a
+    run of a million steps costs seconds, not a Python loop per step."""
     idx = profiled_steps(tl)
     devices = tl.devices
     if not idx.size or not devices:
@@ -70,54 +75,45 @@ def step_breakdown(tl: Timeline) -> Breakdown:
     starts = tl.steps.start[idx]
     ends = tl.steps.end[idx]
     durations = ends - starts
-    per_dev_step: dict[str, np.ndarray] = {}
+    weights = durations / durations.sum()
+    per_dev_step: list[np.ndarray] = []
     dev_totals: list[DeviceShares] = []
     waits = tl.input_wait.merged()
-    work: dict[str, list[float]] = {}
+    work: dict[str, np.ndarray] = {}
     for device in devices:
         compute = tl.device_activity(device, Kind.COMPUTE).merged()
         coll = tl.device_activity(device, Kind.COLLECTIVE).merged()
         transfer = union_many([tl.device_activity(device, k) for k in TRANSFER_KINDS])
-        rows = np.zeros((idx.size, len(CATEGORIES)))
-        coll_tot = transfer_tot = 0.0
-        for r, (s, e) in enumerate(zip(starts.tolist(), ends.tolist(), strict=True)):
-            c = compute.clip(s, e)
-            k = coll.clip(s, e)
-            t = transfer.clip(s, e)
-            c_len = _len(c)
-            k_exposed = subtract(k, c)
-            ck = union_many([c, k])
-            t_exposed = subtract(t, ck)
-            busy = union_many([ck, t])
-            inp = subtract(waits.clip(s, e), busy) if len(waits) else Intervals()
-            length = e - s
-            vals = [_len(inp), _len(t_exposed), c_len, _len(k_exposed)]
-            vals.append(max(0.0, length - sum(vals)))
-            rows[r] = np.asarray(vals) / length
-            coll_tot += _len(k)
-            transfer_tot += _len(t)
-            work.setdefault(device, []).append(length - vals[3])
-        per_dev_step[device] = rows
-        weights = durations / durations.sum()
+        ck = union_many([compute, coll])
+        busy = union_many([ck, transfer])
+        c_len = compute.covered_in(starts, ends)
+        k_exposed = subtract(coll, compute).covered_in(starts, ends)
+        t_exposed = subtract(transfer, ck).covered_in(starts, ends)
+        inp = subtract(waits, busy).covered_in(starts, ends) if len(waits) else np.zeros(idx.size)
+        counted = np.stack([inp, t_exposed, c_len, k_exposed], axis=1)
+        other = np.maximum(0.0, durations - counted.sum(axis=1))
+        rows = np.column_stack([counted, other]) / durations[:, None]
+        per_dev_step.append(rows)
+        work[device] = durations - k_exposed
         shares = dict(zip(CATEGORIES, (rows * weights[:, None]).sum(axis=0).tolist(), strict=True))
+        total = float(durations.sum())
         dev_totals.append(
             DeviceShares(
                 device=device,
                 shares=shares,
                 busy=1.0 - shares["input"] - shares["other"],
-                collective_total=coll_tot / float(durations.sum()),
-                transfer_total=transfer_tot / float(durations.sum()),
+                collective_total=float(coll.covered_in(starts, ends).sum()) / total,
+                transfer_total=float(transfer.covered_in(starts, ends).sum()) / total,
             )
         )
-    mean_rows = np.mean(np.stack(list(per_dev_step.values())), axis=0)
     shares = {c: float(np.mean([d.shares[c] for d in dev_totals])) for c in CATEGORIES}
     return Breakdown(
         shares=normalised(shares),
         steps_analyzed=int(idx.size),
         step_time_us=float(np.median(durations)),
         devices=dev_totals,
-        per_step=[dict(zip(CATEGORIES, row.tolist(), strict=True)) for row in mean_rows],
-        step_durations_us=durations.tolist(),
+        per_step=np.mean(np.stack(per_dev_step), axis=0),
+        step_durations_us=durations,
         work_us=work,
     )
 

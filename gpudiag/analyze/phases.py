@@ -184,19 +184,15 @@ def _windows(tl: Timeline) -> list[tuple[int, int]]:
     order = np.argsort(tl.steps.start, kind="stable")
     prof = tl.steps.profiled[order]
     index = tl.steps.index[order]
-    out = []
-    i = 0
-    n = prof.size
-    while i < n:
-        if not prof[i]:
-            i += 1
-            continue
-        j = i + 1
-        while j < n and prof[j] and index[j] == index[j - 1] + 1:
-            j += 1
-        out.append((i, j))
-        i = j
-    return out
+    if not prof.size:
+        return []
+    # a run continues while the step is profiled and numbered right after the one before
+    joined = np.zeros(prof.size, dtype=bool)
+    joined[1:] = prof[1:] & prof[:-1] & (index[1:] == index[:-1] + 1)
+    heads = np.nonzero(prof & ~joined)[0]
+    # a run ends where the next step does not join it
+    lasts = np.nonzero(prof & ~np.append(joined[1:], False))[0]
+    return list(zip(heads.tolist(), (lasts + 1).tolist(), strict=True))
 
 
 def whole_run(tl: Timeline) -> RunView:
@@ -221,15 +217,17 @@ def whole_run(tl: Timeline) -> RunView:
     # alone gives, without computing it again)
     order = np.argsort(tl.steps.start, kind="stable")
     analyzed = profiled_steps(tl)
-    row_of = {int(k): r for r, k in enumerate(analyzed.tolist())}
-    rows = np.array([[row[c] for c in CATEGORIES] for row in whole.per_step])
-    durs = np.asarray(whole.step_durations_us)
+    row_of = np.full(len(tl.steps), -1, dtype=np.int64)  # step -> its breakdown row
+    row_of[analyzed] = np.arange(analyzed.size)
+    rows = whole.per_step
+    durs = whole.step_durations_us
     views: list[WindowView] = []
     st = tl.steps
     for i, j in windows:
         idx = order[i:j]
-        sel = [row_of[int(k)] for k in idx if int(k) in row_of]
-        if not sel:
+        sel = row_of[idx]
+        sel = sel[sel >= 0]
+        if not sel.size:
             continue
         wts = durs[sel] / durs[sel].sum()
         shares = normalised(

@@ -17,7 +17,6 @@ import io
 import json
 import math
 import re
-from array import array
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -25,6 +24,7 @@ import numpy as np
 
 from gpudiag.trace.chrome import check_event, loads
 from gpudiag.trace.errors import TraceError
+from gpudiag.trace.sink import MAX_KEYS, IntervalBudget, IntervalSink, SinkTable, Totals
 from gpudiag.trace.source import ByteReader, open_stream
 from gpudiag.trace.timeline import Kind, Metadata, RecordedFinding, StepBuckets, Timeline
 
@@ -42,6 +42,7 @@ CAT_SPAN = "gpudiag.span"  # name: "epoch" | "evaluation"
 CAT_STEP_GROUP = "gpudiag.steps"  # steps outside windows, aggregated
 HOST_PID = 1
 DEVICE_PID_BASE = 100
+MAX_FINDINGS = 1000  # recorded findings and metadata updates kept per file
 MAX_LINE = 16 << 20  # the writer's lines are < 4 KiB; a longer one is not an event
 _NON_BLANK = re.compile(rb"\S")
 
@@ -276,24 +277,23 @@ class TimelineBuilder:
     The one place events become Timeline data: ``gpudiag analyze`` feeds it the events of a
     file; TraceWriter feeds it every event it writes, as it writes it, so the report at the
     end of a run costs the same whatever the run's length (it never reads the trace back)
-    and is the same as ``gpudiag analyze`` of the file.
+    and is the same as ``gpudiag analyze`` of the file. Intervals go to bounded sinks
+    (``sink.py``); every other table is capped, so no file can grow it without bound.
     """
 
     def __init__(self) -> None:
-        self.step_idx: list[int] = []
-        self.step_s: list[float] = []
-        self.step_e: list[float] = []
-        self.step_p: list[bool] = []
-        self.step_c: list[tuple[float, float] | None] = []
-        self.step_b: list[int] = []
-        self.groups: list[tuple[float, ...]] = []
-        self.dev: dict[tuple[str, Kind], tuple[array[float], array[float]]] = {}
-        self.in_s: list[float] = []
-        self.in_e: list[float] = []
-        self.in_n: list[str] = []
-        self.counters: dict[tuple[str, str], tuple[array[float], array[float]]] = {}
+        self.budget = IntervalBudget()
+        # index, profiled, call start, call end, batches
+        self.steps = self.budget.sink(mergeable=False, columns="qbddq")
+        # batches, busy, p50, p90, max of steps outside profiled windows
+        self.groups = self.budget.sink(mergeable=False, columns="qdddd")
+        self.dev: SinkTable[tuple[str, Kind]] = SinkTable(self.budget)
+        self.inputs = self.budget.sink()
+        self.input_names = Totals()
+        # (name, source): ts, ts and the value
+        self.counters: SinkTable[tuple[str, str]] = SinkTable(self.budget, False, "d")
         self.kernels: dict[str, int] = {}
-        self.spans: dict[str, list[tuple[float, float]]] = {}
+        self.spans: SinkTable[str] = SinkTable(self.budget, mergeable=False)
         self.findings: list[RecordedFinding] = []
         self.pipeline: dict[str, Any] = {}
         self.meta_updates: list[dict[str, Any]] = []
@@ -307,12 +307,8 @@ class TimelineBuilder:
         call: tuple[float, float] | None,
         batches: int,
     ) -> None:
-        self.step_idx.append(index)
-        self.step_s.append(ts)
-        self.step_e.append(end)
-        self.step_p.append(profiled)
-        self.step_c.append(call)
-        self.step_b.append(batches)
+        c0, c1 = call if call is not None else (math.nan, math.nan)
+        self.steps.add(ts, end, index, profiled, c0, c1, batches)
 
     def add(self, ev: dict[str, Any]) -> None:
         ph = ev.get("ph")
@@ -321,10 +317,16 @@ class TimelineBuilder:
             ts = _num(ev["ts"])
             end = ts + _num(ev.get("dur", 0.0))
             args = ev.get("args") or {}
-            if cat == CAT_STEP:
+            if cat.startswith(CAT_DEVICE):
+                kind = Kind(cat[len(CAT_DEVICE) :])
+                device = str(args["device"])
+                self.dev.add((device, kind), ts, end)
+                if kind is Kind.COMPUTE and (device in self.kernels or len(self.kernels) < 64):
+                    self.kernels[device] = self.kernels.get(device, 0) + int(args.get("n", 1))
+            elif cat == CAT_STEP:
                 call = args.get("call")  # [start, duration] of the train-function call
                 self.add_step(
-                    int(args.get("step", len(self.step_idx))),
+                    int(args.get("step", len(self.steps))),
                     ts,
                     end,
                     bool(args.get("profiled", False)),
@@ -333,59 +335,48 @@ class TimelineBuilder:
                     else None,
                     max(1, int(args.get("batches", 1))),
                 )
+            elif cat == CAT_INPUT:
+                if self.inputs.add(ts, end):
+                    self.input_names.add(str(ev.get("name", "input")), end - ts)
             elif cat == CAT_STEP_GROUP:
-                self.groups.append(
-                    (
-                        ts,
-                        end,
-                        int(args["batches"]),
-                        _num(args["busy"]),
-                        _num(args["p50"]),
-                        _num(args["p90"]),
-                        _num(args["max"]),
-                    )
+                self.groups.add(
+                    ts,
+                    end,
+                    int(args["batches"]),
+                    _num(args["busy"]),
+                    _num(args["p50"]),
+                    _num(args["p90"]),
+                    _num(args["max"]),
                 )
             elif cat == CAT_SPAN:
-                self.spans.setdefault(str(ev.get("name")), []).append((ts, end))
+                self.spans.add(str(ev.get("name")), ts, end)
             elif cat == CAT_WINDOW:
-                self.spans.setdefault("profile window", []).append((ts, end))
-            elif cat.startswith(CAT_DEVICE):
-                kind = Kind(cat[len(CAT_DEVICE) :])
-                device = str(args["device"])
-                lists = self.dev.setdefault((device, kind), (array("d"), array("d")))
-                lists[0].append(ts)
-                lists[1].append(end)
-                if kind is Kind.COMPUTE:
-                    self.kernels[device] = self.kernels.get(device, 0) + int(args.get("n", 1))
-            elif cat == CAT_INPUT:
-                self.in_s.append(ts)
-                self.in_e.append(end)
-                self.in_n.append(str(ev.get("name", "input")))
+                self.spans.add("profile window", ts, end)
         elif ph == "C":
             ts = _num(ev["ts"])
             for source, value in (ev.get("args") or {}).items():
                 if value is None:
                     continue
-                series = self.counters.setdefault(
-                    (str(ev["name"]), str(source)), (array("d"), array("d"))
-                )
-                series[0].append(ts)
-                series[1].append(_num(value))
+                series = self.counters.get((str(ev["name"]), str(source)))
+                if series is not None:
+                    series.add(ts, ts, _num(value))
         elif ph in ("i", "I", "M"):
             args = ev.get("args") or {}
             if cat == CAT_FINDING:
-                self.findings.append(
-                    RecordedFinding(
-                        id=str(ev["name"]),
-                        severity=str(args.get("severity", "moderate")),
-                        title=str(args.get("title", ev["name"])),
-                        evidence=dict(args.get("evidence") or {}),
-                        fix=str(args.get("fix", "")),
+                if len(self.findings) < MAX_FINDINGS:
+                    self.findings.append(
+                        RecordedFinding(
+                            id=str(ev["name"]),
+                            severity=str(args.get("severity", "moderate")),
+                            title=str(args.get("title", ev["name"])),
+                            evidence=dict(args.get("evidence") or {}),
+                            fix=str(args.get("fix", "")),
+                        )
                     )
-                )
             elif cat == CAT_PIPELINE:
-                self.pipeline.update(args)
-            elif ev.get("name") == META_UPDATE:
+                if len(self.pipeline) < MAX_KEYS:
+                    self.pipeline.update(args)
+            elif ev.get("name") == META_UPDATE and len(self.meta_updates) < MAX_FINDINGS:
                 self.meta_updates.append(args)
 
     def into(self, tl: Timeline) -> Timeline:
@@ -394,29 +385,35 @@ class TimelineBuilder:
         tl.pipeline.update(self.pipeline)
         for args in self.meta_updates:
             _update_meta(tl.meta, args)
-        for name, spans in self.spans.items():
-            tl.spans.setdefault(name, []).extend(spans)
-        if self.step_idx:
+        for name, sink in self.spans.sinks.items():
+            tl.spans.setdefault(str(name), []).extend(zip(*_lists(sink), strict=True))
+        st = self.steps
+        if len(st):
+            s, e = st.arrays()
             tl.add_steps(
-                self.step_idx,
-                self.step_s,
-                self.step_e,
-                self.step_p,
-                self.step_c,
-                batches=self.step_b,
+                st.column(0).astype(np.int64),
+                s,
+                e,
+                st.column(1).astype(bool),
+                batches=st.column(4).astype(np.int64),
+                call_bounds=(st.column(2), st.column(3)),
             )
-        if self.groups:
-            a = np.array(self.groups, dtype=np.float64)
+        g = self.groups
+        if len(g):
+            s, e = g.arrays()
             tl.step_buckets = StepBuckets(
-                a[:, 0], a[:, 1], a[:, 2].astype(np.int64), a[:, 3], a[:, 4], a[:, 5], a[:, 6]
+                s, e, g.column(0).astype(np.int64), *(g.column(i) for i in range(1, 5))
             )
-        for (device, kind), (s, e) in self.dev.items():
-            tl.add_activity(device, kind, np.frombuffer(s).copy(), np.frombuffer(e).copy())
+        for (device, kind), sink in self.dev.sinks.items():
+            tl.add_activity(device, kind, *sink.arrays())
         tl.kernel_counts.update(self.kernels)
-        if self.in_s:
-            tl.add_input_wait(self.in_s, self.in_e, self.in_n)
-        for (name, source), (ts_list, values) in self.counters.items():
-            tl.add_counter(
-                name, source, np.frombuffer(ts_list).copy(), np.frombuffer(values).copy()
-            )
+        if len(self.inputs):
+            tl.add_input_wait(*self.inputs.arrays(), name_totals=self.input_names)
+        for (name, source), series in self.counters.sinks.items():
+            tl.add_counter(name, source, series.arrays()[0], series.column(0))
+        self.budget.finish(tl)
         return tl
+
+
+def _lists(sink: IntervalSink) -> tuple[list[float], list[float]]:
+    return sink.starts.tolist(), sink.ends.tolist()

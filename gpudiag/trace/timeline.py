@@ -98,61 +98,94 @@ class Intervals:
         c = self.clip(lo, hi)
         return float(np.sum(c.ends - c.starts))
 
+    def covered_until(self, t: np.ndarray) -> np.ndarray:
+        """Time covered by the union before each time in ``t``: one binary search per
+        query, so per-step and per-bin overlaps of a million intervals cost no Python loop."""
+        t = np.asarray(t, dtype=np.float64)
+        m = self.merged()
+        if not len(m):
+            return np.zeros(t.shape)
+        s, e = m.starts, m.ends
+        cum = np.concatenate([[0.0], np.cumsum(e - s)])
+        k = np.searchsorted(s, t, side="right")  # intervals started at or before t
+        last_end = np.where(k > 0, e[np.maximum(k - 1, 0)], t)
+        return cum[k] - np.maximum(0.0, last_end - t)
+
+    def covered_in(self, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+        """Time covered by the union inside each window [lo[i], hi[i])."""
+        return np.maximum(self.covered_until(hi) - self.covered_until(lo), 0.0)
+
+
+def _array(values: Iterable[Any], dtype: type) -> np.ndarray:
+    """A 1-d array of ``values`` (an array, a sequence or any iterable), without copying
+    an array that already has the type."""
+    if not isinstance(values, np.ndarray | list | tuple):
+        values = list(values)
+    return np.asarray(values, dtype=dtype).ravel()
+
 
 def union_of(starts: np.ndarray, ends: np.ndarray) -> Intervals:
-    """Sorted, disjoint union of possibly overlapping intervals, in O(n log n)."""
+    """Sorted, disjoint union of possibly overlapping intervals, in O(n log n); the arrays
+    themselves (no copy) when they already are sorted and disjoint (most device streams)."""
     if starts.size == 0:
         return Intervals()
+    if starts.size == 1 or (np.all(starts[1:] > ends[:-1]) and np.all(ends > starts)):
+        return Intervals(starts, ends)
     order = np.argsort(starts, kind="stable")
     s = starts[order]
     e = np.maximum.accumulate(ends[order])
+    del order
     # a new run starts where an interval begins after everything before it has ended
     new_run = np.empty(s.size, dtype=bool)
     new_run[0] = True
-    new_run[1:] = s[1:] > e[:-1]
-    run_ids = np.cumsum(new_run) - 1
-    out_s = s[new_run]
-    out_e = np.full(out_s.size, -np.inf)  # not zeros: timestamps may be negative
-    np.maximum.at(out_e, run_ids, e)
+    np.greater(s[1:], e[:-1], out=new_run[1:])
+    # each run ends where the next begins: its end is the running maximum just before
+    heads = np.flatnonzero(new_run)
+    out_s = s[heads]
+    out_e = e[np.append(heads[1:] - 1, s.size - 1)]
     keep = out_e > out_s
     return Intervals(out_s[keep], out_e[keep])
 
 
 def union_many(sets: Sequence[Intervals]) -> Intervals:
+    """Union of several sets; a single non-empty one is its own (cached) union."""
+    sets = [x for x in sets if len(x)]
     if not sets:
         return Intervals()
+    if len(sets) == 1:
+        return sets[0].merged()
     return union_of(
         np.concatenate([x.starts for x in sets]), np.concatenate([x.ends for x in sets])
     )
 
 
+def _inside(points: np.ndarray, m: Intervals, closed_start: bool) -> np.ndarray:
+    """Which points lie inside the merged set ``m``: in [s, e) when ``closed_start``,
+    else in (s, e]."""
+    k = np.searchsorted(m.starts, points, side="right" if closed_start else "left") - 1
+    hit = k >= 0
+    kk = np.maximum(k, 0)
+    inside = points < m.ends[kk] if closed_start else points <= m.ends[kk]
+    return hit & inside
+
+
 def subtract(a: Intervals, b: Intervals) -> Intervals:
-    """Parts of ``a`` (merged) not covered by ``b`` (merged)."""
+    """Parts of ``a`` (merged) not covered by ``b`` (merged), vectorized. The result's
+    starts are the starts of ``a`` outside ``b`` and the ends of ``b`` strictly inside
+    ``a``; its ends are the ends of ``a`` outside ``b`` and the starts of ``b`` strictly
+    inside ``a``: both sorted, they pair up in order."""
     am, bm = a.merged(), b.merged()
     if not len(am) or not len(bm):
         return am
-    out_s: list[float] = []
-    out_e: list[float] = []
-    j = 0
-    nb = len(bm)
-    bs, be = bm.starts, bm.ends
-    for s, e in zip(am.starts.tolist(), am.ends.tolist(), strict=True):
-        while j < nb and be[j] <= s:
-            j += 1
-        cur = s
-        k = j
-        while k < nb and bs[k] < e:
-            if bs[k] > cur:
-                out_s.append(cur)
-                out_e.append(float(bs[k]))
-            cur = max(cur, float(be[k]))
-            if cur >= e:
-                break
-            k += 1
-        if cur < e:
-            out_s.append(cur)
-            out_e.append(e)
-    out = Intervals(out_s, out_e)
+    a_start_kept = ~_inside(am.starts, bm, closed_start=True)
+    a_end_kept = ~_inside(am.ends, bm, closed_start=False)
+    # strictly inside a: (s, e) open on both sides
+    b_end_in = _inside(bm.ends, am, closed_start=False) & ~np.isin(bm.ends, am.ends)
+    b_start_in = _inside(bm.starts, am, closed_start=True) & ~np.isin(bm.starts, am.starts)
+    starts = np.sort(np.concatenate([am.starts[a_start_kept], bm.ends[b_end_in]]))
+    ends = np.sort(np.concatenate([am.ends[a_end_kept], bm.starts[b_start_in]]))
+    keep = ends > starts
+    out = Intervals(starts[keep], ends[keep])
     out._merged = out
     return out
 
@@ -312,33 +345,30 @@ class Timeline:
         profiled: Iterable[bool] | bool = True,
         calls: Sequence[tuple[float, float] | None] | None = None,
         batches: Iterable[int] | None = None,
+        call_bounds: tuple[np.ndarray, np.ndarray] | None = None,
     ) -> None:
-        idx = np.asarray(list(index), dtype=np.int64)
-        b = (
-            np.ones(idx.size, dtype=np.int64)
-            if batches is None
-            else np.asarray(list(batches), dtype=np.int64)
-        )
-        s = np.asarray(list(starts), dtype=np.float64)
-        e = np.asarray(list(ends), dtype=np.float64)
+        """Steps, with the train-function call inside each as ``calls`` (one pair or None
+        per step) or as ``call_bounds`` (two arrays, NaN where unknown)."""
+        idx = _array(index, np.int64)
+        b = np.ones(idx.size, dtype=np.int64) if batches is None else _array(batches, np.int64)
         p = (
             np.full(idx.size, bool(profiled))
             if isinstance(profiled, bool)
-            else np.asarray(list(profiled), dtype=bool)
+            else _array(profiled, np.bool_)
         )
-        cs = np.full(idx.size, np.nan)
-        ce = np.full(idx.size, np.nan)
-        for i, call in enumerate(calls or ()):
-            if call is not None:
-                cs[i], ce[i] = call
+        if call_bounds is not None:
+            cs, ce = (np.asarray(x, dtype=np.float64) for x in call_bounds)
+        else:
+            cs = np.full(idx.size, np.nan)
+            ce = np.full(idx.size, np.nan)
+            for i, call in enumerate(calls or ()):
+                if call is not None:
+                    cs[i], ce[i] = call
+        parts = (idx, _array(starts, np.float64), _array(ends, np.float64), p, cs, ce, b)
+        st = self.steps
+        old = (st.index, st.start, st.end, st.profiled, st.call_start, st.call_end, st.batches)
         self.steps = Steps(
-            np.concatenate([self.steps.index, idx]),
-            np.concatenate([self.steps.start, s]),
-            np.concatenate([self.steps.end, e]),
-            np.concatenate([self.steps.profiled, p]),
-            np.concatenate([self.steps.call_start, cs]),
-            np.concatenate([self.steps.call_end, ce]),
-            np.concatenate([self.steps.batches, b]),
+            *(np.concatenate([a, x]) if a.size else x for a, x in zip(old, parts, strict=True))
         )
 
     def add_activity(
@@ -353,11 +383,19 @@ class Timeline:
             self.meta.devices.append(device)
 
     def add_input_wait(
-        self, starts: Sequence[float], ends: Sequence[float], names: Sequence[str] = ()
+        self,
+        starts: Sequence[float] | np.ndarray,
+        ends: Sequence[float] | np.ndarray,
+        names: Sequence[str] = (),
+        name_totals: dict[str, float] | None = None,
     ) -> None:
+        """Input waits; what they wait in as one name per wait, or already summed by name
+        (``name_totals``: readers sum as they stream)."""
         self.input_wait.extend(starts, ends)
         for n, s, e in zip(names, starts, ends, strict=False):
             self.input_wait_names[n] = self.input_wait_names.get(n, 0.0) + (e - s)
+        for n, total in (name_totals or {}).items():
+            self.input_wait_names[n] = self.input_wait_names.get(n, 0.0) + total
 
     def add_marker(self, name: str, starts: Sequence[float], ends: Sequence[float]) -> None:
         if name in self.markers:

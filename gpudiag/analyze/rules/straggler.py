@@ -9,6 +9,8 @@ equalise; what differs is the *work* before the wait. We compare per-step work t
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+
 import numpy as np
 
 from gpudiag.analyze import thresholds as T
@@ -63,7 +65,7 @@ def advise(f: Finding, s: Situation) -> list[Suggestion]:
     ]
 
 
-def find_straggler(work_us: dict[str, list[float]]) -> Finding | None:
+def find_straggler(work_us: Mapping[str, Sequence[float] | np.ndarray]) -> Finding | None:
     """``work_us``: entity -> per-step work time, aligned by step position."""
     if len(work_us) < 2:
         return None

@@ -1,0 +1,226 @@
+"""Where readers put intervals while they stream a file: compact, and bounded in number.
+
+A reader gathers millions of [start, end) pairs (kernels, input waits, steps) before it can
+build a Timeline, because trace files are not in time order. Python lists of floats cost
+64 bytes per pair; an ``IntervalSink`` keeps them in two ``array('d')``, 16 bytes per pair.
+
+All the sinks of one reader share an ``IntervalBudget``, so the memory a file can take is
+bounded whatever its size:
+
+1. When the sinks hold more than ``limit`` pairs, each *mergeable* sink (device activity,
+   input waits, markers: the analysis only ever uses their union) is replaced by its union.
+   Lossless: overlapping kernels on several streams become one busy stretch.
+2. If that leaves more than half the limit, the budget keeps a *prefix in time*: it picks a
+   cutoff so that half the limit remains, drops every pair that starts later, in every sink,
+   and refuses later pairs as they arrive. Events are cut by time, not by arrival, so what is
+   kept is complete for every kind of event (file order does not matter), and steps that
+   end after the cutoff are dropped with them. The Timeline says what was analyzed
+   (``note``): the first part of the trace, and how to raise the limit.
+
+    budget = IntervalBudget()                 # limit: GPUDIAG_MAX_INTERVALS or the default
+    kernels = budget.sink()                   # mergeable
+    steps = budget.sink(mergeable=False)
+    kernels.add(ts, ts + dur)
+    ...
+    tl.add_activity("GPU 0", Kind.COMPUTE, *kernels.arrays())
+    budget.note(tl)                           # limitation line when the cutoff was used
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import weakref
+from array import array
+from dataclasses import fields
+from typing import Any, Generic, TypeVar
+
+import numpy as np
+
+from gpudiag.trace.timeline import Steps, Timeline, union_of
+
+# 16 B per held pair, and the analysis needs several times the held data at its peak
+# (sorting, unions, exposed parts per device): see docs/thresholds.md for the measured
+# figure behind this default. A trace needs more only when it holds that many intervals
+# that do not overlap (thousands of steps of a kernel-heavy model).
+DEFAULT_MAX_INTERVALS = 3_000_000
+# distinct keys a reader keeps per table (devices, counter series, marker names, ...): real
+# traces have tens; a hostile file with millions of distinct names must not grow memory
+MAX_KEYS = 4096
+K = TypeVar("K")
+LIMIT_ENV = "GPUDIAG_MAX_INTERVALS"
+
+
+def interval_limit() -> int:
+    """The limit from ``GPUDIAG_MAX_INTERVALS`` (``gpudiag analyze --max-intervals`` sets
+    it, so rank files read in worker processes see it too), else the default."""
+    try:
+        return max(1000, int(float(os.environ.get(LIMIT_ENV, DEFAULT_MAX_INTERVALS))))
+    except (ValueError, OverflowError):
+        return DEFAULT_MAX_INTERVALS
+
+
+class IntervalSink:
+    """[start, end) pairs appended one at a time, 16 bytes each, with optional extra
+    columns per pair (a step's index, flags, call times) in ``array`` typecodes."""
+
+    __slots__ = ("__weakref__", "_budget", "columns", "ends", "mergeable", "starts")
+
+    def __init__(self, budget: IntervalBudget, mergeable: bool, columns: str = "") -> None:
+        self._budget = budget
+        self.mergeable = mergeable and not columns
+        self.starts = array("d")
+        self.ends = array("d")
+        self.columns: list[array[Any]] = [array(code) for code in columns]
+
+    def add(self, start: float, end: float, *extra: float) -> bool:
+        """Keep the pair unless it starts after the budget's cutoff; False if refused."""
+        b = self._budget
+        if start >= b.cutoff:
+            b.refused += 1
+            if start > b.latest:
+                b.latest = start
+            return False
+        self.starts.append(start)
+        self.ends.append(end)
+        for col, value in zip(self.columns, extra, strict=True):
+            col.append(value)
+        b.held += 1
+        if b.held > b.limit:
+            b.shrink()
+        return True
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        """Starts and ends as float64 arrays (copies: the sink may be dropped afterwards)."""
+        return _np(self.starts), _np(self.ends)
+
+    def column(self, i: int) -> np.ndarray:
+        return _np(self.columns[i])
+
+    def _keep(self, mask: np.ndarray) -> None:
+        self.starts = _array("d", _np(self.starts)[mask])
+        self.ends = _array("d", _np(self.ends)[mask])
+        self.columns = [_array(c.typecode, _np(c)[mask]) for c in self.columns]
+
+    def _merge(self) -> None:
+        if len(self) > 1:
+            u = union_of(*self.arrays())
+            self.starts = _array("d", u.starts)
+            self.ends = _array("d", u.ends)
+
+
+def _np(a: array) -> np.ndarray:  # type: ignore[type-arg]
+    return np.frombuffer(a, dtype=np.dtype(a.typecode)).copy() if len(a) else np.zeros(0)
+
+
+def _array(code: str, values: np.ndarray) -> array:  # type: ignore[type-arg]
+    return array(code, values.astype(np.dtype(code)).tobytes())
+
+
+class IntervalBudget:
+    """The bound shared by one reader's sinks (see the module docstring)."""
+
+    def __init__(self, limit: int | None = None) -> None:
+        self.limit = interval_limit() if limit is None else limit
+        self.cutoff = math.inf
+        self.held = 0
+        self.refused = 0  # pairs dropped by the cutoff, at shrink time or on arrival
+        self.first = math.inf  # earliest start held when the cutoff was set
+        self.latest = -math.inf  # latest start seen, refused ones included
+        # weak: the sinks belong to the reader; with them gone, their memory is freed at
+        # once (a cycle between sinks and budget would wait for the garbage collector)
+        self._sinks: weakref.WeakSet[IntervalSink] = weakref.WeakSet()
+
+    def sink(self, mergeable: bool = True, columns: str = "") -> IntervalSink:
+        s = IntervalSink(self, mergeable, columns)
+        self._sinks.add(s)
+        return s
+
+    def shrink(self) -> None:
+        """Merge what may be merged; if still above half the limit, cut at a time."""
+        for s in self._sinks:
+            if s.mergeable:
+                s._merge()
+        self.held = sum(len(s) for s in self._sinks)
+        if self.held <= self.limit // 2:
+            return
+        starts = np.concatenate([_np(s.starts) for s in self._sinks if len(s)])
+        self.first = min(self.first, float(starts.min()))
+        self.latest = max(self.latest, float(starts.max()))
+        keep = self.limit // 2
+        self.cutoff = min(self.cutoff, float(np.partition(starts, keep)[keep]))
+        del starts
+        for s in self._sinks:
+            mask = _np(s.starts) < self.cutoff
+            if not mask.all():
+                s._keep(mask)
+        before = self.held
+        self.held = sum(len(s) for s in self._sinks)
+        self.refused += before - self.held
+
+    @property
+    def cut(self) -> bool:
+        """True once the cutoff was used: only a prefix of the trace is held."""
+        return math.isfinite(self.cutoff)
+
+    def finish(self, tl: Timeline) -> None:
+        """Drop the steps that end after the cutoff (their work is partly missing) and say
+        in the Timeline what was analyzed."""
+        if not self.cut:
+            return
+        st = tl.steps
+        keep = st.end <= self.cutoff
+        if not keep.all():
+            tl.steps = Steps(*(getattr(st, f.name)[keep] for f in fields(Steps)))
+        kept_s = (self.cutoff - self.first) / 1e6
+        whole_s = (self.latest - self.first) / 1e6
+        tl.meta.limitations.append(
+            f"the trace holds more intervals than the memory bound ({self.limit:,}): "
+            f"analyzed its first {kept_s:.3g} s of {whole_s:.3g} s ({self.refused:,} "
+            f"intervals after that dropped); raise the bound with --max-intervals or "
+            f"{LIMIT_ENV} (about 100 bytes of memory per interval at the peak)"
+        )
+        tl.meta.extra["interval_cutoff_us"] = self.cutoff
+
+
+class SinkTable(Generic[K]):
+    """Sinks by key (device and kind, marker name, ...), at most ``MAX_KEYS`` of them:
+    events under further keys are dropped and counted in ``overflow``."""
+
+    def __init__(self, budget: IntervalBudget, mergeable: bool = True, columns: str = ""):
+        self._budget = budget
+        self._mergeable = mergeable
+        self._columns = columns
+        self.sinks: dict[K, IntervalSink] = {}
+        self.overflow = 0
+
+    def get(self, key: K) -> IntervalSink | None:
+        s = self.sinks.get(key)
+        if s is None:
+            if len(self.sinks) >= MAX_KEYS:
+                self.overflow += 1
+                return None
+            s = self.sinks[key] = self._budget.sink(self._mergeable, self._columns)
+        return s
+
+    def add(self, key: K, start: float, end: float) -> None:
+        s = self.sinks.get(key) or self.get(key)
+        if s is not None:
+            s.add(start, end)
+
+    def __bool__(self) -> bool:
+        return bool(self.sinks)
+
+
+class Totals(dict[str, float]):
+    """Summed durations by name (input-wait culprits), at most ``MAX_KEYS`` names; the
+    rest are summed under ``other``."""
+
+    def add(self, name: str, value: float) -> None:
+        if name in self or len(self) < MAX_KEYS:
+            self[name] = self.get(name, 0.0) + value
+        else:
+            self["other"] = self.get("other", 0.0) + value
