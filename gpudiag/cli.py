@@ -70,6 +70,16 @@ def _ratio(text: str) -> float:
     return value
 
 
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1000:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1000, got {text!r}")
+    return value
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="gpudiag",
@@ -131,6 +141,15 @@ def _parser() -> argparse.ArgumentParser:
         metavar="X",
         help="refuse a .gz file that expands more than X times its size, a "
         "decompression bomb (default 100, or $GPUDIAG_MAX_GZIP_RATIO)",
+    )
+    a.add_argument(
+        "--max-intervals",
+        type=_count,
+        default=None,
+        metavar="N",
+        help="hold at most N intervals per file (about 100 bytes of memory each at the "
+        "peak); a bigger trace is analyzed over its first part, and the report says so "
+        "(default 3000000, or $GPUDIAG_MAX_INTERVALS)",
     )
     c = sub.add_parser(
         "compare",
@@ -281,11 +300,13 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     from gpudiag.show.html import write_html
     from gpudiag.show.report import plain_report, render_report
     from gpudiag.show.safe import clean
+    from gpudiag.trace.sink import LIMIT_ENV
     from gpudiag.trace.source import RATIO_ENV
 
-    saved_ratio = os.environ.get(RATIO_ENV)
-    if args.max_gzip_ratio is not None:  # the environment reaches the pool's workers too
-        os.environ[RATIO_ENV] = repr(args.max_gzip_ratio)
+    # set in the environment, so that the pool's worker processes read files the same way
+    bounds = {RATIO_ENV: args.max_gzip_ratio, LIMIT_ENV: args.max_intervals}
+    saved = {k: os.environ.get(k) for k in bounds}
+    os.environ.update({k: repr(v) for k, v in bounds.items() if v is not None})
     try:
         paths = [f for arg in args.paths for f in expand_pattern(arg)]
         diagnosis = _diagnose_paths(
@@ -298,10 +319,11 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     except BadInput as e:
         return _fail(str(e))
     finally:
-        if saved_ratio is None:
-            os.environ.pop(RATIO_ENV, None)
-        else:
-            os.environ[RATIO_ENV] = saved_ratio
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
     if args.html:
         problem = write_html(diagnosis, args.html)
         if problem:

@@ -9,7 +9,6 @@ they run on Tensor Cores (``sm90_xmma``, ``hmma``, ``wgmma``, CUTLASS ``tensorop
     facts = RunFacts()
     facts.kernel(name, dur_us)          # for every device kernel
     facts.host_op(name)                 # for every host (CPU) op
-    facts.runtime(tl, name, ts, end)    # for every CUDA/HIP runtime call
     facts.apply(tl)                     # -> tl.meta.extra["precision"], ["workload"], ...
 """
 
@@ -162,10 +161,6 @@ class RunFacts:
         """An op scope / long name (TF, JAX): gradient scopes mean training."""
         if not self.training_evidence and TRAINING_RE.search(text):
             self.training_evidence = text[:80]
-
-    def runtime(self, tl: Timeline, name: str, ts: float, end: float) -> None:
-        if host_call_kind(name) is not None:
-            tl.add_host_call(name, [ts], [end])
 
     def apply(self, tl: Timeline, inference_by_absence: bool = True) -> None:
         """Write the facts into the timeline. ``inference_by_absence=False`` where the

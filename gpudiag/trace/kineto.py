@@ -14,10 +14,13 @@ from collections.abc import Iterable
 from itertools import islice
 from typing import Any
 
+import numpy as np
+
 from gpudiag.trace.chrome import ChromeDoc, loads
 from gpudiag.trace.comm import Comm, classify
 from gpudiag.trace.errors import TraceError
 from gpudiag.trace.facts import RunFacts, host_call_kind
+from gpudiag.trace.sink import MAX_KEYS, IntervalBudget, SinkTable, Totals
 from gpudiag.trace.steps_infer import ensure_steps, is_marker
 from gpudiag.trace.timeline import Kind, Metadata, Timeline
 
@@ -84,20 +87,20 @@ def read_kineto(doc: ChromeDoc, path: str) -> list[Timeline]:
 
 def read_kineto_events(events: Iterable[Any], top: dict[str, Any], path: str) -> list[Timeline]:
     tl = Timeline(meta=_metadata(top, path))
-    dev: dict[tuple[str, Kind], tuple[list[float], list[float]]] = {}
+    budget = IntervalBudget()
+    dev: SinkTable[tuple[str, Kind]] = SinkTable(budget)
     kernels: dict[str, int] = {}
-    step_idx: list[int] = []
-    step_s: list[float] = []
-    step_e: list[float] = []
-    in_s: list[float] = []
-    in_e: list[float] = []
-    in_n: list[str] = []
-    host_comm: tuple[list[float], list[float]] = ([], [])
-    markers: dict[str, tuple[list[float], list[float]]] = {}
+    steps = budget.sink(mergeable=False, columns="q")  # ProfilerStep number
+    waits = budget.sink()
+    wait_names = Totals()
+    host_comm = budget.sink()
+    host_calls: SinkTable[str] = SinkTable(budget)
+    markers: SinkTable[str] = SinkTable(budget)
     is_marker_name: dict[str, bool] = {}
     facts = RunFacts()
     launches = graphs = 0
     hip = False
+    single_process = multi_process = False
     kernel_kind: dict[str, tuple[Kind, Comm | None]] = {}  # names repeat: classify each once
     try:
         for ev in events:
@@ -127,22 +130,20 @@ def read_kineto_events(events: Iterable[Any], top: dict[str, Any], path: str) ->
                     if known is None:
                         comm = classify(name)
                         known = (Kind.COLLECTIVE if comm else Kind.COMPUTE, comm)
-                        kernel_kind[name] = known
+                        if len(kernel_kind) < MAX_CACHED_NAMES:
+                            kernel_kind[name] = known
                     kind, comm = known
                     if comm is not None:
                         facts.comm(comm.library, dur)
                     else:
                         facts.kernel(name, dur)
-                    kernels[device] = kernels.get(device, 0) + 1
+                    if device in kernels or len(kernels) < MAX_KEYS:
+                        kernels[device] = kernels.get(device, 0) + 1
                 elif cat in MEMCPY_CATS:
                     kind = memcpy_kind(name)
                 else:
                     kind = Kind.COMPUTE
-                lists = dev.get((device, kind))
-                if lists is None:
-                    lists = dev[(device, kind)] = ([], [])
-                lists[0].append(ts)
-                lists[1].append(ts + dur)
+                dev.add((device, kind), ts, ts + dur)
             elif cat in RUNTIME_CATS:
                 if "Launch" in name:
                     launches += 1
@@ -150,16 +151,14 @@ def read_kineto_events(events: Iterable[Any], top: dict[str, Any], path: str) ->
                 hip = hip or name.startswith("hip")
                 if host_call_kind(name) is not None:
                     ts = float(ev["ts"])
-                    facts.runtime(tl, name, ts, ts + float(ev.get("dur", 0.0)))
+                    host_calls.add(name, ts, ts + float(ev.get("dur", 0.0)))
             elif name.startswith("ProfilerStep#"):
                 if cat == "gpu_user_annotation":
                     continue  # the device-side mirror of the CPU annotation
                 m = STEP_RE.match(name)
                 if m:
                     ts = float(ev["ts"])
-                    step_idx.append(int(m.group(1)))
-                    step_s.append(ts)
-                    step_e.append(ts + float(ev.get("dur", 0.0)))
+                    steps.add(ts, ts + float(ev.get("dur", 0.0)), int(m.group(1)))
             elif cat in HOST_CATS or pid == LEGACY_CPU_PID:
                 facts.host_op(name)
                 mark = is_marker_name.get(name)
@@ -169,38 +168,40 @@ def read_kineto_events(events: Iterable[Any], top: dict[str, Any], path: str) ->
                         is_marker_name[name] = mark
                 if mark:
                     ts = float(ev["ts"])
-                    lists = markers.setdefault(name, ([], []))
-                    lists[0].append(ts)
-                    lists[1].append(ts + float(ev.get("dur", 0.0)))
+                    markers.add(name, ts, ts + float(ev.get("dur", 0.0)))
                 if name.startswith(DATALOADER_PREFIX):
                     ts = float(ev["ts"])
-                    in_s.append(ts)
-                    in_e.append(ts + float(ev.get("dur", 0.0)))
-                    in_n.append(name)
+                    dur = float(ev.get("dur", 0.0))
+                    if waits.add(ts, ts + dur):
+                        wait_names.add(name, dur)
+                    single_process = single_process or "_SingleProcessDataLoaderIter" in name
+                    multi_process = multi_process or "_MultiProcessingDataLoaderIter" in name
                 elif name.startswith("gloo:"):  # a blocking host collective holds the step
                     ts = float(ev["ts"])
-                    host_comm[0].append(ts)
-                    host_comm[1].append(ts + float(ev.get("dur", 0.0)))
-    except (KeyError, TypeError, ValueError) as e:
+                    host_comm.add(ts, ts + float(ev.get("dur", 0.0)))
+    except (KeyError, TypeError, ValueError, OverflowError) as e:
         raise TraceError(path, f"malformed Kineto event ({type(e).__name__}: {e})") from None
-    if step_idx:
-        tl.add_steps(step_idx, step_s, step_e)
-    for device in sorted({d for d, _ in dev}, key=_device_order):
+    if len(steps):
+        tl.add_steps(steps.column(0).astype(np.int64), *steps.arrays())
+    for device in sorted({d for d, _ in dev.sinks}, key=_device_order):
         for kind in Kind:
-            if (device, kind) in dev:
-                tl.add_activity(device, kind, *dev[(device, kind)])
-    if host_comm[0]:
-        facts.comm("gloo", sum(hi - lo for lo, hi in zip(*host_comm, strict=True)))
+            if (device, kind) in dev.sinks:
+                tl.add_activity(device, kind, *dev.sinks[(device, kind)].arrays())
+    if len(host_comm):
+        comm_s, comm_e = host_comm.arrays()
+        facts.comm("gloo", float(np.sum(comm_e - comm_s)))
         for device in list(tl.devices):
-            tl.add_activity(device, Kind.COLLECTIVE, *host_comm)
-    for name, (m_s, m_e) in markers.items():
-        tl.add_marker(name, m_s, m_e)
+            tl.add_activity(device, Kind.COLLECTIVE, comm_s, comm_e)
+    for name, sink in markers.sinks.items():
+        tl.add_marker(name, *sink.arrays())
+    for name, sink in host_calls.sinks.items():
+        tl.add_host_call(name, *sink.arrays())
     tl.kernel_counts.update(kernels)
-    if in_s:
-        tl.add_input_wait(in_s, in_e, in_n)
-    if any("_SingleProcessDataLoaderIter" in n for n in in_n):
+    if len(waits):
+        tl.add_input_wait(*waits.arrays(), name_totals=wait_names)
+    if single_process:
         tl.pipeline["dataloader_workers"] = 0
-    elif any("_MultiProcessingDataLoaderIter" in n for n in in_n):
+    elif multi_process:
         tl.pipeline["dataloader_workers"] = "several"
     tl.meta.extra["kernel_launches"] = launches
     if graphs:
@@ -215,6 +216,7 @@ def read_kineto_events(events: Iterable[Any], top: dict[str, Any], path: str) ->
             "no GPU events in this trace (CPU-only run, or the profiler did not record CUDA "
             "activity): device time cannot be measured"
         )
+    budget.finish(tl)
     tl.freeze()
     ensure_steps(
         tl,

@@ -37,6 +37,7 @@ class Kind(str, Enum):
 
 
 TRANSFER_KINDS = (Kind.H2D, Kind.D2H)
+Floats = Sequence[float] | np.ndarray  # what readers hand in: lists or arrays
 
 
 class Intervals:
@@ -384,8 +385,8 @@ class Timeline:
 
     def add_input_wait(
         self,
-        starts: Sequence[float] | np.ndarray,
-        ends: Sequence[float] | np.ndarray,
+        starts: Floats,
+        ends: Floats,
         names: Sequence[str] = (),
         name_totals: dict[str, float] | None = None,
     ) -> None:
@@ -397,13 +398,13 @@ class Timeline:
         for n, total in (name_totals or {}).items():
             self.input_wait_names[n] = self.input_wait_names.get(n, 0.0) + total
 
-    def add_marker(self, name: str, starts: Sequence[float], ends: Sequence[float]) -> None:
+    def add_marker(self, name: str, starts: Floats, ends: Floats) -> None:
         if name in self.markers:
             self.markers[name].extend(starts, ends)
         else:
             self.markers[name] = Intervals(starts, ends)
 
-    def add_host_call(self, name: str, starts: Sequence[float], ends: Sequence[float]) -> None:
+    def add_host_call(self, name: str, starts: Floats, ends: Floats) -> None:
         if name in self.host_calls:
             self.host_calls[name].extend(starts, ends)
         else:

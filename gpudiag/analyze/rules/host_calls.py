@@ -14,19 +14,20 @@ from gpudiag.trace.facts import host_call_kind
 from gpudiag.trace.timeline import Intervals, Timeline, subtract, union_many
 
 
-def windows(ev: RankEvidence) -> list[tuple[float, float]]:
-    """The time the rule judges: the analysed steps, else first to last device event."""
+def windows(ev: RankEvidence) -> Intervals:
+    """The time the rule judges (one interval per window): the analysed steps, else first
+    to last device event."""
     tl, b = ev.timeline, ev.breakdown
     if b is not None and b.steps_analyzed and len(tl.steps):
         from gpudiag.analyze.breakdown import profiled_steps
 
         idx = profiled_steps(tl)
-        return list(zip(tl.steps.start[idx].tolist(), tl.steps.end[idx].tolist(), strict=True))
+        return Intervals(tl.steps.start[idx], tl.steps.end[idx])
     found = [iv.span() for iv in [*tl.activity.values(), *tl.host_calls.values()] if len(iv)]
     spans = [s for s in found if s is not None]
     if not spans:
-        return []
-    return [(min(s[0] for s in spans), max(s[1] for s in spans))]
+        return Intervals()
+    return Intervals([min(s[0] for s in spans)], [max(s[1] for s in spans)])
 
 
 def calls_of(tl: Timeline, kind: str) -> dict[str, Intervals]:
@@ -41,13 +42,13 @@ def device_busy(tl: Timeline) -> Intervals:
     return union_many(list(tl.activity.values()))
 
 
-def within(iv: Intervals, win: list[tuple[float, float]]) -> Intervals:
-    parts = [iv.clip(lo, hi) for lo, hi in win]
-    return union_many(parts) if parts else Intervals()
+def within(iv: Intervals, win: Intervals) -> Intervals:
+    """The parts of ``iv`` inside the windows."""
+    return subtract(iv, subtract(iv, win))
 
 
-def length(win: list[tuple[float, float]]) -> float:
-    return float(sum(hi - lo for lo, hi in win))
+def length(win: Intervals) -> float:
+    return float(np.sum(win.ends - win.starts))
 
 
 def total(iv: Intervals) -> float:
@@ -60,13 +61,13 @@ def exposed(calls: Intervals, busy: Intervals) -> Intervals:
     return subtract(calls, busy)
 
 
-def idle_after(calls: Intervals, busy: Intervals, win: list[tuple[float, float]]) -> Intervals:
+def idle_after(calls: Intervals, busy: Intervals, win: Intervals) -> Intervals:
     """From each call's return to the device's next work: a host that waited for the device
     has nothing queued, so the device idles until the host launches again."""
     m, b = calls.merged(), busy.merged()
     if not len(m):
         return Intervals()
-    hi = max(h for _, h in win) if win else float(m.ends.max())
+    hi = float(win.ends.max()) if len(win) else float(m.ends.max())
     e = m.ends
     nxt = np.searchsorted(b.ends, e, side="right")  # first busy interval ending after e
     has = nxt < len(b)
@@ -80,15 +81,23 @@ def idle_after(calls: Intervals, busy: Intervals, win: list[tuple[float, float]]
     return within(Intervals(e, np.maximum(gap_end, e)), win)
 
 
+def overlapping(iv: Intervals, win: Intervals) -> int:
+    """Calls overlapping each window, summed over the windows: per window, the calls
+    started before its end less those ended by its start."""
+    started = np.searchsorted(np.sort(iv.starts), win.ends, side="left")
+    ended = np.searchsorted(np.sort(iv.ends), win.starts, side="right")
+    return int(np.sum(np.maximum(started - ended, 0)))
+
+
 def per_call(
-    calls: dict[str, Intervals], win: list[tuple[float, float]]
+    calls: dict[str, Intervals], win: Intervals
 ) -> tuple[dict[str, int], dict[str, float]]:
     """Number of calls and time in them (ms) per API name inside the windows, largest
     first."""
     counts: dict[str, int] = {}
     ms: dict[str, float] = {}
     for name, iv in sorted(calls.items(), key=lambda kv: -total(within(kv[1], win))):
-        n = int(sum(np.count_nonzero((iv.starts < hi) & (iv.ends > lo)) for lo, hi in win))
+        n = overlapping(iv, win)
         if n:
             counts[name] = n
             ms[name] = round(total(within(iv, win)) / 1000.0, 2)
