@@ -6,7 +6,11 @@ left to ``kineto.py`` and ``tfprof.py``. Files are streamed with ijson (never re
 
     doc = open_chrome(path)        # top-level keys, then one pass for the M (name) events
     for ev in doc.events: ...      # each event a dict, with finite numeric ts/dur
-    doc.process_names              # {pid: "GPU 0"}
+    doc.process_names              # {pid: "/device:GPU:0"}
+
+``open_chrome(path, index=False)`` skips the pass for names; ``index_head`` then reads only
+the metadata events that open the list, and a reader may apply later ones as they come
+(``ChromeDoc.name``).
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from itertools import islice
 from typing import Any
 
 from gpudiag.trace.errors import TraceError
+from gpudiag.trace.sink import MAX_KEYS
 from gpudiag.trace.source import open_stream
 
 try:
@@ -28,6 +33,8 @@ except ImportError:  # pragma: no cover - orjson is a dependency, but stay usabl
     orjson = None  # type: ignore[assignment]
 
 MAX_TOP_EVENTS = 100_000  # parser events kept per top-level value (deviceProperties...)
+MAX_NAME = 1024  # characters kept of a process or thread name (real ones: < 100)
+HEAD_EVENTS = 100_000  # leading metadata events read by index_head
 
 
 @dataclass
@@ -35,13 +42,55 @@ class ChromeDoc:
     events: Iterable[dict[str, Any]]  # a list, or an EventStream (re-iterable)
     top: dict[str, Any] = field(default_factory=dict)  # keys beside traceEvents
     process_names: dict[Any, str] = field(default_factory=dict)
-    process_labels: dict[Any, str] = field(default_factory=dict)
     thread_names: dict[tuple[Any, Any], str] = field(default_factory=dict)
+
+    def name(self, ev: dict[str, Any]) -> Any:
+        """Apply one metadata (``ph: M``) event to the name tables. Returns the key whose
+        name it changed (a pid for a process, a (pid, tid) pair for a thread), else None.
+
+        Each table keeps at most ``MAX_KEYS`` names of at most ``MAX_NAME`` characters,
+        whatever the file holds; keys that cannot be looked up (lists) name nothing."""
+        args = ev.get("args")
+        if not isinstance(args, dict):
+            return None
+        what = ev.get("name")
+        pid = ev.get("pid")
+        key: Any
+        table: dict[Any, str]
+        if what == "process_name":
+            key, table = pid, self.process_names
+        elif what == "thread_name":
+            key, table = (pid, ev.get("tid")), self.thread_names
+        else:
+            return None
+        try:
+            old = table.get(key)
+        except TypeError:
+            return None
+        new = str(args.get("name", ""))[:MAX_NAME]
+        if new == old or (old is None and len(table) >= MAX_KEYS):
+            return None
+        table[key] = new
+        return key
 
 
 def check_event(ev: Any, path: str) -> dict[str, Any]:
     """An event must be an object whose ``ts`` and ``dur`` (when present) are finite numbers:
     an infinite kernel would make any run "compute-bound", NaN poisons every sum."""
+    if type(ev) is dict:
+        # the common case, once per event: finite floats (x - x is NaN for inf and NaN)
+        ts = ev.get("ts")
+        dur = ev.get("dur")
+        if (ts is None or (type(ts) is float and ts - ts == 0.0)) and (
+            dur is None or (type(dur) is float and dur - dur == 0.0)
+        ):
+            return ev
+    return _check_event_slowly(ev, path)
+
+
+def _check_event_slowly(ev: Any, path: str) -> dict[str, Any]:
+    """``check_event`` for what its fast path does not settle: ints, numeric strings and
+    every kind of error."""
     if not isinstance(ev, dict):
         raise TraceError(path, f"trace event is a {type(ev).__name__}, expected an object")
     for key in ("ts", "dur"):
@@ -167,20 +216,27 @@ def _top_level(path: str) -> tuple[dict[str, Any], str]:
 
 
 def index_names(doc: ChromeDoc) -> None:
-    """Collect process and thread names from the metadata (``ph: M``) events."""
+    """Collect process and thread names from all the metadata (``ph: M``) events."""
+    doc.process_names.clear()
+    doc.thread_names.clear()
     for ev in doc.events:
-        if ev.get("ph") != "M":
-            continue
-        args = ev.get("args")
-        if not isinstance(args, dict):
-            continue
-        name = ev.get("name")
-        if name == "process_name":
-            doc.process_names[ev.get("pid")] = str(args.get("name", ""))
-        elif name == "process_labels":
-            doc.process_labels[ev.get("pid")] = str(args.get("labels", ""))
-        elif name == "thread_name":
-            doc.thread_names[(ev.get("pid"), ev.get("tid"))] = str(args.get("name", ""))
+        if ev.get("ph") == "M":
+            doc.name(ev)
+
+
+def index_head(doc: ChromeDoc, limit: int = HEAD_EVENTS) -> None:
+    """Collect the names of the metadata events that open the event list (TensorFlow and
+    xprof write them all first): the names a reader needs, without a pass over the file."""
+    events = iter(doc.events)
+    try:
+        for ev in islice(events, limit):
+            if ev.get("ph") != "M":
+                break
+            doc.name(ev)
+    finally:
+        close = getattr(events, "close", None)
+        if close is not None:
+            close()  # the file behind a stream, now rather than when collected
 
 
 def _describe_json(doc: Any) -> str:

@@ -13,12 +13,12 @@ import glob
 import os
 from collections.abc import Callable, Sequence
 
-from gpudiag.trace.chrome import index_names, open_chrome
+from gpudiag.trace.chrome import index_head, index_names, open_chrome
 from gpudiag.trace.errors import TraceError
 from gpudiag.trace.gpudiag_format import read_gpudiag
 from gpudiag.trace.kineto import TOP_KEYS, looks_like_kineto, read_kineto
 from gpudiag.trace.source import is_gzip, peek_source, sniff
-from gpudiag.trace.tfprof import looks_like_tf, read_tf_trace
+from gpudiag.trace.tfprof import looks_like_tf, read_tf_stream, read_tf_trace
 from gpudiag.trace.timeline import Timeline
 
 
@@ -50,6 +50,11 @@ def load_file(path: str) -> list[Timeline]:
     doc = open_chrome(path, index=False)
     if any(k in doc.top for k in TOP_KEYS):  # Kineto: no names needed, one pass
         return read_kineto(doc, path)
+    index_head(doc)
+    if looks_like_tf(doc):  # TF writes its names first: one pass, unless one came late
+        timelines = read_tf_stream(doc, path)
+        if timelines is not None:
+            return timelines
     index_names(doc)
     if looks_like_tf(doc):
         return read_tf_trace(doc, path)

@@ -22,6 +22,7 @@ from gpudiag.trace.chrome import ChromeDoc
 from gpudiag.trace.comm import async_phase, classify
 from gpudiag.trace.errors import TraceError
 from gpudiag.trace.facts import RunFacts
+from gpudiag.trace.sink import MAX_KEYS
 from gpudiag.trace.steps_infer import ensure_steps, is_marker
 from gpudiag.trace.timeline import Intervals, Kind, Metadata, Timeline, union_of
 
@@ -71,11 +72,10 @@ def _device_name(proc: str) -> str | None:
     return f"{m.group(1)} {m.group(2)}" if m else None
 
 
-def _stream_kind(thread: str, event: str) -> Kind | None:
+def _stream_kind(tag: str, event: str) -> Kind:
+    """The kind of a device stream event; ``tag`` is its stream's ``(MemcpyH2D)``-like tag."""
     if classify(event) is not None:
         return Kind.COLLECTIVE
-    m = STREAM_KIND_RE.search(thread)
-    tag = m.group(1) if m else ""
     if tag == "MemcpyH2D" or event in ("MemcpyH2D", "MemcpyHToD"):
         return Kind.H2D
     if tag == "MemcpyD2H" or event in ("MemcpyD2H", "MemcpyDToH"):
@@ -83,11 +83,47 @@ def _stream_kind(thread: str, event: str) -> Kind | None:
     return Kind.COMPUTE
 
 
+# what a (pid, tid) lane is, from its process and thread names
+SKIP, HOST, STEPS, MODULES, XLA_OPS, DERIVED, STREAM = range(7)
+Lane = tuple[int, str, str, str]  # role, device, thread name, stream tag
+
+
+def _lane(doc: ChromeDoc, pid: Any, tid: Any) -> Lane:
+    proc = doc.process_names.get(pid, "")
+    thread = doc.thread_names.get((pid, tid), "")
+    device = _device_name(proc)
+    if device is None:
+        return (HOST if proc.startswith("/host:") else SKIP), "", thread, ""
+    role = {"Steps": STEPS, "XLA Modules": MODULES, "XLA Ops": XLA_OPS}.get(thread)
+    if role is None:
+        role = DERIVED if thread in DERIVED_LINES else STREAM
+    m = STREAM_KIND_RE.search(thread)
+    return role, device, thread, m.group(1) if m else ""
+
+
+class _LateName(Exception):
+    """A name arrived after events that needed it: the one pass read them unnamed."""
+
+
+def read_tf_stream(doc: ChromeDoc, path: str) -> list[Timeline] | None:
+    """``read_tf_trace`` in one pass over a streamed file whose names are only partly known
+    (``index_head``): later metadata events update the names as they arrive. None when a
+    name came after an event that needed it; the caller then indexes every name and reads
+    again, so the result never depends on where the file puts its names."""
+    try:
+        return _read(doc, path, "tf-trace-viewer", live=True)
+    except _LateName:
+        return None
+
+
 def read_tf_trace(doc: ChromeDoc, path: str, producer: str = "tf-trace-viewer") -> list[Timeline]:
-    """One Timeline per device that has its own step line (workers), else one in total."""
+    """One Timeline per device that has its own step line (workers), else one in total.
+    ``doc`` holds every name already (``index_names``)."""
+    return _read(doc, path, producer, live=False)
+
+
+def _read(doc: ChromeDoc, path: str, producer: str, live: bool) -> list[Timeline]:
     meta = Metadata(producer=producer, source=path, framework="tensorflow")
-    host_pids = {p for p, n in doc.process_names.items() if n.startswith("/host:")}
-    dev_of_pid = {p: d for p, n in doc.process_names.items() if (d := _device_name(n))}
     dev: dict[tuple[str, Kind], tuple[list[float], list[float]]] = {}
     kernels: dict[str, int] = {}
     device_steps: dict[str, list[tuple[int, float, float]]] = {}
@@ -104,48 +140,62 @@ def read_tf_trace(doc: ChromeDoc, path: str, producer: str = "tf-trace-viewer") 
     xla_ops: dict[str, list[tuple[str, float, float, Any]]] = {}  # device -> "XLA Ops" line
     facts = RunFacts()
     jax_seen = keras_seen = False
+    # lanes looked up so far; in the one-pass mode a name that changes for one of them (or
+    # for any, once there are too many to keep) means those events were read unnamed
+    lanes: dict[tuple[Any, Any], Lane] = {}
+    lane_pids: set[Any] = set()
+    untracked = False
     try:
         for ev in doc.events:
-            if ev.get("ph") != "X":
+            ph = ev.get("ph")
+            if ph != "X":
+                if live and ph == "M":
+                    key = doc.name(ev)
+                    if key is not None and (
+                        untracked or (key in lanes if isinstance(key, tuple) else key in lane_pids)
+                    ):
+                        raise _LateName
                 continue
-            pid = ev.get("pid")
             name = ev.get("name")
             if not isinstance(name, str):
                 continue
-            thread = doc.thread_names.get((pid, ev.get("tid")), "")
+            pid = ev.get("pid")
+            tid = ev.get("tid")
+            lane = lanes.get((pid, tid))
+            if lane is None:
+                lane = _lane(doc, pid, tid)
+                if len(lanes) < MAX_KEYS:
+                    lanes[(pid, tid)] = lane
+                    lane_pids.add(pid)
+                else:
+                    untracked = True
             ts = float(ev["ts"])
             end = ts + float(ev.get("dur", 0.0))
-            device = dev_of_pid.get(pid)
-            if device is not None:
-                if thread == "Steps":
+            role, device, thread, tag = lane
+            if role == SKIP:
+                continue
+            if role != HOST:
+                if role == STEPS:
                     idx = int(name) if name.isdigit() else len(device_steps.get(device, []))
                     device_steps.setdefault(device, []).append((idx, ts, end))
-                    continue
-                if thread == "XLA Modules":  # one execution of a compiled program
+                elif role == MODULES:  # one execution of a compiled program
                     module = MODULE_ID_RE.sub("", name)
                     jax_seen = jax_seen or module.startswith(JAX_MODULE_PREFIXES)
                     mark = markers.setdefault(f"xla-module:{module}", ([], []))
                     mark[0].append(ts)
                     mark[1].append(end)
-                    continue
-                if thread == "XLA Ops":  # the op timeline of devices without streams (TPU)
+                elif role == XLA_OPS:  # the op timeline of devices without streams (TPU)
                     xla_ops.setdefault(device, []).append((name, ts, end, ev.get("args")))
-                    continue
-                if thread in DERIVED_LINES:
-                    continue
-                kind = _stream_kind(thread, name)
-                if kind is None:
-                    continue
-                lists = dev.get((device, kind))
-                if lists is None:
-                    lists = dev[(device, kind)] = ([], [])
-                lists[0].append(ts)
-                lists[1].append(end)
-                _device_facts(facts, kind, name, end - ts, ev.get("args"))
-                if kind is Kind.COMPUTE:
-                    kernels[device] = kernels.get(device, 0) + 1
-                continue
-            if pid not in host_pids:
+                elif role == STREAM:
+                    kind = _stream_kind(tag, name)
+                    lists = dev.get((device, kind))
+                    if lists is None:
+                        lists = dev[(device, kind)] = ([], [])
+                    lists[0].append(ts)
+                    lists[1].append(end)
+                    _device_facts(facts, kind, name, end - ts, ev.get("args"))
+                    if kind is Kind.COMPUTE:
+                        kernels[device] = kernels.get(device, 0) + 1
                 continue
             facts.host_op(name)
             if is_marker(name):
@@ -187,8 +237,10 @@ def read_tf_trace(doc: ChromeDoc, path: str, producer: str = "tf-trace-viewer") 
                 cpu_coll[1].append(end)
             if thread.startswith("tf_data") or name.startswith("Iterator::"):
                 _note_pipeline(pipeline, name, ev.get("args"))
-    except (KeyError, TypeError, ValueError) as e:
+    except (KeyError, TypeError, ValueError, OverflowError) as e:
         raise TraceError(path, f"malformed trace event ({type(e).__name__}: {e})") from None
+    if live and not looks_like_tf(doc):  # a later name replaced the one that said TF
+        raise _LateName
 
     if jax_seen:
         meta.framework = "jax"

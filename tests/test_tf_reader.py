@@ -1,0 +1,198 @@
+"""The TensorFlow trace-viewer JSON reader: one pass over the file when the names come first,
+the same diagnosis wherever the file puts them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gpudiag.analyze import diagnose
+from gpudiag.trace import chrome
+from gpudiag.trace.load import load_file
+from tests import foreign
+
+STEP_US = 1000.0
+
+
+def _m(pid: int, what: str, name: str, tid: int | None = None) -> dict[str, Any]:
+    ev: dict[str, Any] = {"ph": "M", "pid": pid, "name": what, "args": {"name": name}}
+    if tid is not None:
+        ev["tid"] = tid
+    return ev
+
+
+def _x(pid: int, tid: int, name: str, ts: float, dur: float, **args: Any) -> dict[str, Any]:
+    ev: dict[str, Any] = {"ph": "X", "pid": pid, "tid": tid, "name": name, "ts": ts, "dur": dur}
+    if args:
+        ev["args"] = args
+    return ev
+
+
+def gpu_run(steps: int = 12) -> list[dict[str, Any]]:
+    """A GPU training run as TensorFlow's profiler writes it: step markers and input waits on
+    the host, kernels, copies and an all-reduce on the device streams, a derived op line."""
+    ev = [
+        _m(1, "process_name", "/host:CPU"),
+        _m(1, "thread_name", "python", 1),
+        _m(1, "thread_name", "tf_data_iterator_get_next", 3),
+        _m(7, "process_name", "/device:GPU:0"),
+        _m(7, "thread_name", "Stream #14(Compute)", 1),
+        _m(7, "thread_name", "Stream #15(MemcpyH2D)", 2),
+        _m(7, "thread_name", "TensorFlow Ops", 3),
+    ]
+    for i in range(steps):
+        t = i * STEP_US
+        ev += [
+            _x(1, 1, f"train {i}", t, STEP_US),
+            _x(1, 3, "IteratorGetNextOp::DoCompute", t, 300.0),
+            _x(1, 3, "Iterator::Model::Map", t, 250.0, long_name="Iterator::Model::Map"),
+            _x(7, 2, "MemcpyH2D", t + 300, 50.0),
+            _x(7, 1, "volta_sgemm_128x64_nn", t + 350, 400.0, tf_op="gradient_tape/dense/MatMul"),
+            _x(7, 1, "ncclDevKernel_AllReduce_Sum_f32", t + 750, 150.0),
+            _x(7, 3, "MatMul", t + 350, 400.0),
+        ]
+    return ev
+
+
+def worker_devices(steps: int = 10) -> list[dict[str, Any]]:
+    """Two devices, each with its own step line: one Timeline per device."""
+    ev = [_m(1, "process_name", "/host:CPU"), _m(1, "thread_name", "tf_data", 2)]
+    for d, pid in enumerate((10, 11)):
+        ev += [
+            _m(pid, "process_name", f"/device:GPU:{d}"),
+            _m(pid, "thread_name", "Stream #1(Compute)", 1),
+            _m(pid, "thread_name", "Steps", 2),
+        ]
+    for i in range(steps):
+        t = i * STEP_US
+        ev.append(_x(1, 2, "IteratorGetNextOp::DoCompute", t, 100.0))
+        for d, pid in enumerate((10, 11)):
+            busy = 500.0 + 300.0 * d  # the second device computes longer
+            ev += [_x(pid, 2, str(i), t, STEP_US), _x(pid, 1, "conv2d_kernel", t + 100, busy)]
+    return ev
+
+
+def cpu_replicas(steps: int = 10) -> list[dict[str, Any]]:
+    """A CPU-only run of two replicas: ops on tf_Compute threads, Eigen shards, all-reduces."""
+    ev = [
+        _m(1, "process_name", "/host:CPU"),
+        _m(1, "thread_name", "python", 1),
+        _m(1, "thread_name", "tf_Compute/0", 2),
+        _m(1, "thread_name", "tf_Compute/1", 3),
+        _m(1, "thread_name", "Eigen::NonBlockingThreadPool", 4),
+        _m(1, "thread_name", "collective_ops/0", 5),
+    ]
+    for i in range(steps):
+        t = i * STEP_US
+        ev += [
+            _x(1, 1, "one_step_on_iterator", t, STEP_US),
+            _x(1, 2, "MatMul", t + 50, 400.0, long_name="sequential/dense/MatMul"),
+            _x(1, 3, "MatMul", t + 50, 600.0, long_name="replica_1/sequential/dense/MatMul"),
+            _x(1, 4, "Eigen::ParallelFor", t + 60, 100.0),
+            _x(1, 5, "CollectiveReduceV2", t + 450, 400.0),
+            _x(1, 5, "CollectiveReduceV2", t + 650, 200.0),
+        ]
+    return ev
+
+
+RUNS = {
+    "gpu": gpu_run,
+    "workers": worker_devices,
+    "cpu-replicas": cpu_replicas,
+    "tpu": lambda: foreign.xla_tpu()["traceEvents"],
+}
+
+
+def names_first(ev: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [e for e in ev if e["ph"] == "M"] + [e for e in ev if e["ph"] != "M"]
+
+
+def names_last(ev: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [e for e in ev if e["ph"] != "M"] + [e for e in ev if e["ph"] == "M"]
+
+
+def threads_late(ev: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Process names first (the file looks like TF at once), thread names after the events
+    that need them: the one pass reads them unnamed and must not be kept."""
+    procs = [e for e in ev if e.get("name") == "process_name"]
+    threads = [e for e in ev if e.get("name") == "thread_name"]
+    rest = [e for e in ev if e["ph"] != "M"]
+    return procs + rest[: len(rest) // 2] + threads + rest[len(rest) // 2 :]
+
+
+def reversed_order(ev: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return ev[::-1]
+
+
+ORDERS = (names_first, names_last, threads_late, reversed_order)
+
+
+def _write(path: Path, events: list[dict[str, Any]]) -> str:
+    path.write_text(json.dumps({"displayTimeUnit": "ns", "traceEvents": events}))
+    return str(path)
+
+
+class _Counting:
+    """Counts the events streamed out of trace files (every pass, every reader)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.n = 0
+        inner = chrome.EventStream.__iter__
+
+        def counted(stream: chrome.EventStream) -> Any:
+            for ev in inner(stream):
+                self.n += 1
+                yield ev
+
+        monkeypatch.setattr(chrome.EventStream, "__iter__", counted)
+
+
+@pytest.mark.parametrize("run", sorted(RUNS))
+def test_where_the_names_are_never_changes_the_diagnosis(tmp_path, run):
+    path = tmp_path / "host.trace.json"
+    seen = []
+    for order in ORDERS:
+        tls = load_file(_write(path, order(RUNS[run]())))
+        seen.append(json.dumps(diagnose(tls).to_dict(), sort_keys=True))
+    assert seen[0] == seen[1] == seen[2] == seen[3]
+    assert '"verdict": "inconclusive"' not in seen[0]
+
+
+def test_names_first_is_read_in_one_pass(tmp_path, monkeypatch):
+    events = names_first(gpu_run(steps=50))
+    path = _write(tmp_path / "host.trace.json", events)
+    count = _Counting(monkeypatch)
+    (one,) = load_file(path)
+    # the leading names, the first event after them, then every event once
+    assert count.n == len(events) + sum(e["ph"] == "M" for e in events) + 1
+    count.n = 0
+    (late,) = load_file(_write(tmp_path / "late.trace.json", threads_late(events)))
+    assert len(events) * 2 <= count.n <= len(events) * 3  # the one pass gave up, then two
+    assert one.meta.producer == late.meta.producer == "tf-trace-viewer"
+    assert len(one.steps) == len(late.steps) == 50
+
+
+def test_a_name_replaced_later_is_the_name_used(tmp_path):
+    """Names are last-wins, as in a full index: renaming a thread that events already used
+    sends the one pass back to the full index."""
+    events = gpu_run(steps=20)
+    renamed = [*events[:30], _m(7, "thread_name", "Stream #16(Compute)", 3), *events[30:]]
+    path = tmp_path / "host.trace.json"
+    (late,) = load_file(_write(path, renamed))
+    assert late.kernel_counts["GPU 0"] == 40  # the MatMuls before the rename count too
+    (moved,) = load_file(_write(path, names_last(renamed)))
+    assert diagnose([late]).to_dict() == diagnose([moved]).to_dict()
+
+
+def test_check_event_fast_path_keeps_the_error_messages():
+    ok = {"ph": "X", "name": "k", "ts": 1.5, "dur": 2}
+    assert chrome.check_event(ok, "f") is ok
+    assert chrome.check_event({"ph": "X", "ts": "12.5"}, "f")["ts"] == "12.5"
+    for bad, what in ((float("inf"), "inf"), (float("nan"), "nan"), (True, "True")):
+        with pytest.raises(chrome.TraceError, match=f"dur is '{what}', expected a finite"):
+            chrome.check_event({"name": "k", "ts": 0.0, "dur": bad}, "f")
+    with pytest.raises(chrome.TraceError, match="trace event is a list"):
+        chrome.check_event([], "f")
