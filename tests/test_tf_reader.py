@@ -12,6 +12,8 @@ import pytest
 from gpudiag.analyze import diagnose
 from gpudiag.trace import chrome
 from gpudiag.trace.load import load_file
+from gpudiag.trace.sink import LIMIT_ENV, MAX_KEYS
+from gpudiag.trace.tfprof import MAX_REPLICAS
 from tests import foreign
 
 STEP_US = 1000.0
@@ -57,7 +59,7 @@ def gpu_run(steps: int = 12) -> list[dict[str, Any]]:
     return ev
 
 
-def worker_devices(steps: int = 10) -> list[dict[str, Any]]:
+def worker_devices(steps: int = 12) -> list[dict[str, Any]]:
     """Two devices, each with its own step line: one Timeline per device."""
     ev = [_m(1, "process_name", "/host:CPU"), _m(1, "thread_name", "tf_data", 2)]
     for d, pid in enumerate((10, 11)):
@@ -75,7 +77,7 @@ def worker_devices(steps: int = 10) -> list[dict[str, Any]]:
     return ev
 
 
-def cpu_replicas(steps: int = 10) -> list[dict[str, Any]]:
+def cpu_replicas(steps: int = 12) -> list[dict[str, Any]]:
     """A CPU-only run of two replicas: ops on tf_Compute threads, Eigen shards, all-reduces."""
     ev = [
         _m(1, "process_name", "/host:CPU"),
@@ -102,7 +104,7 @@ RUNS = {
     "gpu": gpu_run,
     "workers": worker_devices,
     "cpu-replicas": cpu_replicas,
-    "tpu": lambda: foreign.xla_tpu()["traceEvents"],
+    "tpu": lambda steps=12: foreign.xla_tpu(steps)["traceEvents"],
 }
 
 
@@ -196,3 +198,67 @@ def test_check_event_fast_path_keeps_the_error_messages():
             chrome.check_event({"name": "k", "ts": 0.0, "dur": bad}, "f")
     with pytest.raises(chrome.TraceError, match="trace event is a list"):
         chrome.check_event([], "f")
+
+
+@pytest.mark.parametrize("run", sorted(RUNS))
+def test_past_the_interval_bound_a_prefix_is_diagnosed(tmp_path, monkeypatch, run):
+    """400 steps of 5 to 7 intervals each under a bound of 1000: the first part of the run
+    is analyzed, with the same verdict, and the report says so."""
+    path = _write(tmp_path / "host.trace.json", RUNS[run](400))
+    whole = diagnose(load_file(path))
+    monkeypatch.setenv(LIMIT_ENV, "1000")
+    tls = load_file(path)
+    part = diagnose(tls)
+    assert part.verdict == whole.verdict != "inconclusive"
+    for tl in tls:
+        assert 10 < len(tl.steps) < 200
+        assert any("more intervals than the memory bound (1,000)" in x for x in tl.meta.limitations)
+
+
+def test_distinct_names_do_not_grow_the_tables(tmp_path):
+    """A file with more distinct threads, devices, markers, input-wait names and iterator
+    chains than any real one: every table stays within its cap."""
+    n = MAX_KEYS + 500
+    ev = [_m(1, "process_name", "/host:CPU")]
+    for i in range(n):
+        ev += [
+            _m(1, "thread_name", f"tf_data_{i}", i),
+            _m(100 + i, "process_name", f"/device:GPU:{i}"),
+        ]
+        ev += [_m(100 + i, "thread_name", "Stream #1(Compute)", 1)]
+    for i in range(n):
+        t = i * 10.0
+        ev += [
+            _x(1, i, f"MultiDeviceIteratorGetNextFromShard/{i}", t, 5.0),
+            _x(1, i, f"PjitFunction(f{i})", t, 5.0),
+            _x(1, i, "Iterator::Prefetch", t, 1.0, long_name=f"Iterator::Model::Map{i}"),
+            _x(100 + i, 1, f"kernel_{i}", t, 5.0),
+        ]
+    path = _write(tmp_path / "host.trace.json", ev)
+    doc = chrome.open_chrome(path)
+    assert len(doc.thread_names) == MAX_KEYS and len(doc.process_names) == MAX_KEYS
+    (tl,) = load_file(path)
+    assert len(tl.markers) <= MAX_KEYS
+    assert len(tl.input_wait_names) <= MAX_KEYS + 1  # and "other"
+    assert len(tl.meta.devices) <= MAX_KEYS and len(tl.kernel_counts) <= MAX_KEYS
+    assert len(tl.pipeline["iterator_chains"]) == 20
+
+
+def test_replica_numbers_are_capped(tmp_path):
+    """A replica number in an op's long name cannot make the reader build a table that big."""
+    ev = [
+        _m(1, "process_name", "/host:CPU"),
+        _m(1, "thread_name", "tf_Compute/0", 2),
+        _m(1, "thread_name", "python", 1),
+    ]
+    for i in range(10):
+        t = i * STEP_US
+        ev += [
+            _x(1, 1, "one_step_on_iterator", t, STEP_US),
+            _x(1, 2, "MatMul", t + 10, 400.0, long_name="dense/MatMul"),
+            _x(1, 2, "MatMul", t + 10, 400.0, long_name="replica_1/dense/MatMul"),
+            _x(1, 2, "MatMul", t + 10, 400.0, long_name="replica_99999999999/dense/MatMul"),
+        ]
+    (tl,) = load_file(_write(tmp_path / "host.trace.json", ev))
+    assert tl.meta.replicas == 2 < MAX_REPLICAS
+    assert tl.devices == ["CPU replica 0", "CPU replica 1"]
