@@ -320,7 +320,7 @@ def _gather(doc: ChromeDoc, g: _Gathered, live: bool) -> None:
     they come, and one that renames a lane already read raises ``_LateName``."""
     facts = g.facts
     names: dict[str, NameInfo] = {}
-    replicas: dict[str, int] = {}  # op long name -> replica
+    replica_ops: dict[str, IntervalSink] = {}  # op long name -> its replica's ops
     host_ops = 0  # counted here, but for the first that is training evidence
     # lanes looked up so far; a name that changes for one of them (or for any, once there
     # are too many to keep) means their events were read under another name
@@ -405,12 +405,12 @@ def _gather(doc: ChromeDoc, g: _Gathered, live: bool) -> None:
             args = ev.get("args")
             long_name = args.get("long_name") if isinstance(args, dict) else None
             if isinstance(long_name, str):  # an op, not the executor's wrappers
-                replica = replicas.get(long_name)
-                if replica is None:
+                ops = replica_ops.get(long_name)
+                if ops is None:
                     replica = _replica(long_name)
-                    if len(replicas) < MAX_CACHED_NAMES:
-                        replicas[long_name] = replica
-                ops = g.cpu_ops.get(replica) if replica < MAX_REPLICAS else None
+                    ops = g.cpu_ops.get(replica) if replica < MAX_REPLICAS else None
+                    if ops is not None and len(replica_ops) < MAX_CACHED_NAMES:
+                        replica_ops[long_name] = ops
                 if ops is not None:
                     ops.add(ts, end)
         elif role == SHARDS:
