@@ -149,7 +149,7 @@ def _parser() -> argparse.ArgumentParser:
         metavar="N",
         help="hold at most N intervals per file (about 100 bytes of memory each at the "
         "peak); a bigger trace is analyzed over its first part, and the report says so "
-        "(default 3000000, or $GPUDIAG_MAX_INTERVALS)",
+        "(default 2000000, or $GPUDIAG_MAX_INTERVALS)",
     )
     c = sub.add_parser(
         "compare",

@@ -16,7 +16,7 @@ import numpy as np
 
 from gpudiag.analyze.breakdown import profiled_steps
 from gpudiag.analyze.thresholds import GAP_BOUNDARY_WINDOW, GAP_MIN_FRACTION_OF_STEP, GAP_MIN_US
-from gpudiag.trace.timeline import Timeline, union_many, union_of
+from gpudiag.trace.timeline import Timeline, subtract, union_many, union_of
 
 
 @dataclass
@@ -52,21 +52,17 @@ def idle_gaps(tl: Timeline) -> list[Gaps]:
     out = []
     for device in tl.devices:
         busy = union_many([iv for (d, _), iv in tl.activity.items() if d == device])
-        b = busy.clip(window_lo, window_hi)
-        # idle = complement of busy inside the profiled steps (several windows: not between)
-        all_s = np.concatenate([[window_lo], b.ends])
-        all_e = np.concatenate([b.starts, [window_hi]])
-        parts_s, parts_e = [], []
-        for lo, hi in zip(profiled.starts.tolist(), profiled.ends.tolist(), strict=True):
-            s_clip, e_clip = np.maximum(all_s, lo), np.minimum(all_e, hi)
-            keep_w = e_clip > s_clip
-            parts_s.append(s_clip[keep_w])
-            parts_e.append(e_clip[keep_w])
-        edges_s, edges_e = np.concatenate(parts_s), np.concatenate(parts_e)
-        gap_len = edges_e - edges_s
+        # idle = what the profiled steps cover and the device does not (windows: not between)
+        idle = subtract(profiled, busy)
+        gap_len = idle.ends - idle.starts
         keep = gap_len >= min_gap
-        gs, ge, gl = edges_s[keep], edges_e[keep], gap_len[keep]
-        g = Gaps(device=device, min_gap_us=min_gap, bursts=len(b), steps=int(idx.size))
+        gs, ge, gl = idle.starts[keep], idle.ends[keep], gap_len[keep]
+        # bursts: busy stretches overlapping the profiled span
+        bursts = int(
+            np.searchsorted(busy.starts, window_hi, side="left")
+            - np.searchsorted(busy.ends, window_lo, side="right")
+        )
+        g = Gaps(device=device, min_gap_us=min_gap, bursts=bursts, steps=int(idx.size))
         if gl.size:
             # a gap is at a boundary if a step start/end lies within it (+/- margin)
             pos = np.searchsorted(boundaries, gs - margin, side="left")

@@ -268,7 +268,7 @@ def fill_timeline(tl: Timeline, events: Iterable[dict[str, Any]]) -> None:
     b = TimelineBuilder()
     for ev in events:
         b.add(ev)
-    b.into(tl)
+    b.into(tl, last=True)
 
 
 class TimelineBuilder:
@@ -379,38 +379,44 @@ class TimelineBuilder:
             elif ev.get("name") == META_UPDATE and len(self.meta_updates) < MAX_FINDINGS:
                 self.meta_updates.append(args)
 
-    def into(self, tl: Timeline) -> Timeline:
-        """Add everything gathered to ``tl`` (not frozen); returns it."""
+    def into(self, tl: Timeline, last: bool = False) -> Timeline:
+        """Add everything gathered to ``tl`` (not frozen); returns it. ``last``: nothing
+        will be added afterwards, so the data is handed over instead of copied."""
+
+        def cols(sink: IntervalSink) -> tuple[np.ndarray, ...]:
+            if last:
+                return sink.take()
+            return (*sink.arrays(), *(sink.column(i) for i in range(len(sink.columns))))
+
         tl.findings.extend(self.findings)
         tl.pipeline.update(self.pipeline)
         for args in self.meta_updates:
             _update_meta(tl.meta, args)
         for name, sink in self.spans.sinks.items():
-            tl.spans.setdefault(str(name), []).extend(zip(*_lists(sink), strict=True))
-        st = self.steps
-        if len(st):
-            s, e = st.arrays()
+            tl.spans.setdefault(name, []).extend(zip(*_lists(sink), strict=True))
+        if len(self.steps):
+            s, e, index, profiled, call_s, call_e, batches = cols(self.steps)
             tl.add_steps(
-                st.column(0).astype(np.int64),
+                index.astype(np.int64),
                 s,
                 e,
-                st.column(1).astype(bool),
-                batches=st.column(4).astype(np.int64),
-                call_bounds=(st.column(2), st.column(3)),
+                profiled.astype(bool),
+                batches=batches.astype(np.int64),
+                call_bounds=(call_s, call_e),
             )
-        g = self.groups
-        if len(g):
-            s, e = g.arrays()
-            tl.step_buckets = StepBuckets(
-                s, e, g.column(0).astype(np.int64), *(g.column(i) for i in range(1, 5))
-            )
+        if len(self.groups):
+            s, e, batches, *stats = cols(self.groups)
+            tl.step_buckets = StepBuckets(s, e, batches.astype(np.int64), *stats)
         for (device, kind), sink in self.dev.sinks.items():
-            tl.add_activity(device, kind, *sink.arrays())
+            s, e = cols(sink)
+            tl.add_activity(device, kind, s, e)
         tl.kernel_counts.update(self.kernels)
         if len(self.inputs):
-            tl.add_input_wait(*self.inputs.arrays(), name_totals=self.input_names)
+            waits = cols(self.inputs)
+            tl.add_input_wait(waits[0], waits[1], name_totals=self.input_names)
         for (name, source), series in self.counters.sinks.items():
-            tl.add_counter(name, source, series.arrays()[0], series.column(0))
+            ts, _, values = cols(series)
+            tl.add_counter(name, source, ts, values)
         self.budget.finish(tl)
         return tl
 

@@ -182,23 +182,24 @@ def read_kineto_events(events: Iterable[Any], top: dict[str, Any], path: str) ->
     except (KeyError, TypeError, ValueError, OverflowError) as e:
         raise TraceError(path, f"malformed Kineto event ({type(e).__name__}: {e})") from None
     if len(steps):
-        tl.add_steps(steps.column(0).astype(np.int64), *steps.arrays())
+        step_s, step_e, step_i = steps.take()
+        tl.add_steps(step_i.astype(np.int64), step_s, step_e)
     for device in sorted({d for d, _ in dev.sinks}, key=_device_order):
         for kind in Kind:
             if (device, kind) in dev.sinks:
-                tl.add_activity(device, kind, *dev.sinks[(device, kind)].arrays())
+                tl.add_activity(device, kind, *dev.sinks[(device, kind)].take_pairs())
     if len(host_comm):
-        comm_s, comm_e = host_comm.arrays()
+        comm_s, comm_e = host_comm.take_pairs()
         facts.comm("gloo", float(np.sum(comm_e - comm_s)))
         for device in list(tl.devices):
             tl.add_activity(device, Kind.COLLECTIVE, comm_s, comm_e)
     for name, sink in markers.sinks.items():
-        tl.add_marker(name, *sink.arrays())
+        tl.add_marker(name, *sink.take_pairs())
     for name, sink in host_calls.sinks.items():
-        tl.add_host_call(name, *sink.arrays())
+        tl.add_host_call(name, *sink.take_pairs())
     tl.kernel_counts.update(kernels)
     if len(waits):
-        tl.add_input_wait(*waits.arrays(), name_totals=wait_names)
+        tl.add_input_wait(*waits.take_pairs(), name_totals=wait_names)
     if single_process:
         tl.pipeline["dataloader_workers"] = 0
     elif multi_process:

@@ -162,8 +162,10 @@ def read_summaries(path: str, reduce: bool = True) -> tuple[list[Timeline], str 
     """Pool / Dask task: the file's rank summaries (``reduce=False``: its whole timelines),
     or the reader's one-line problem (an exception would not cross the process boundary
     intact)."""
+    from gpudiag.trace.allocator import return_big_buffers
     from gpudiag.trace.load import load_file
 
+    return_big_buffers()  # an analysis process: keep its peak memory its true peak
     try:
         return [summarize(tl) if reduce else tl for tl in load_file(path)], None
     except TraceError as e:

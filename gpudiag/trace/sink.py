@@ -43,7 +43,7 @@ from gpudiag.trace.timeline import Steps, Timeline, union_of
 # (sorting, unions, exposed parts per device): see docs/thresholds.md for the measured
 # figure behind this default. A trace needs more only when it holds that many intervals
 # that do not overlap (thousands of steps of a kernel-heavy model).
-DEFAULT_MAX_INTERVALS = 3_000_000
+DEFAULT_MAX_INTERVALS = 2_000_000
 # distinct keys a reader keeps per table (devices, counter series, marker names, ...): real
 # traces have tens; a hostile file with millions of distinct names must not grow memory
 MAX_KEYS = 4096
@@ -94,30 +94,47 @@ class IntervalSink:
         return len(self.starts)
 
     def arrays(self) -> tuple[np.ndarray, np.ndarray]:
-        """Starts and ends as float64 arrays (copies: the sink may be dropped afterwards)."""
-        return _np(self.starts), _np(self.ends)
+        """Starts and ends as float64 arrays (copies: the sink may grow afterwards)."""
+        return _view(self.starts).copy(), _view(self.ends).copy()
 
     def column(self, i: int) -> np.ndarray:
-        return _np(self.columns[i])
+        return _view(self.columns[i]).copy()
+
+    def take_pairs(self) -> tuple[np.ndarray, np.ndarray]:
+        """``take`` for a sink without extra columns: starts and ends."""
+        starts, ends, *_ = self.take()
+        return starts, ends
+
+    def take(self) -> tuple[np.ndarray, ...]:
+        """Starts, ends and the extra columns, handed over without a copy (the arrays
+        become numpy's); the sink is left empty. For a reader done with its file."""
+        out = (_view(self.starts), _view(self.ends), *(_view(c) for c in self.columns))
+        self.starts, self.ends = array("d"), array("d")
+        self.columns = [array(c.typecode) for c in self.columns]
+        self._budget.held -= len(out[0])
+        return out
 
     def _keep(self, mask: np.ndarray) -> None:
-        self.starts = _array("d", _np(self.starts)[mask])
-        self.ends = _array("d", _np(self.ends)[mask])
-        self.columns = [_array(c.typecode, _np(c)[mask]) for c in self.columns]
+        self.starts = _array("d", _view(self.starts)[mask])
+        self.ends = _array("d", _view(self.ends)[mask])
+        self.columns = [_array(c.typecode, _view(c)[mask]) for c in self.columns]
 
     def _merge(self) -> None:
         if len(self) > 1:
-            u = union_of(*self.arrays())
+            u = union_of(_view(self.starts), _view(self.ends))
             self.starts = _array("d", u.starts)
             self.ends = _array("d", u.ends)
 
 
-def _np(a: array) -> np.ndarray:  # type: ignore[type-arg]
-    return np.frombuffer(a, dtype=np.dtype(a.typecode)).copy() if len(a) else np.zeros(0)
+def _view(a: array) -> np.ndarray:  # type: ignore[type-arg]
+    """The array's memory seen by numpy, not copied: drop the view before appending."""
+    return np.frombuffer(a, dtype=np.dtype(a.typecode)) if len(a) else np.zeros(0)
 
 
 def _array(code: str, values: np.ndarray) -> array:  # type: ignore[type-arg]
-    return array(code, values.astype(np.dtype(code)).tobytes())
+    out = array(code)
+    out.frombytes(values.astype(np.dtype(code), copy=False).tobytes())
+    return out
 
 
 class IntervalBudget:
@@ -147,14 +164,15 @@ class IntervalBudget:
         self.held = sum(len(s) for s in self._sinks)
         if self.held <= self.limit // 2:
             return
-        starts = np.concatenate([_np(s.starts) for s in self._sinks if len(s)])
+        starts = np.concatenate([_view(s.starts) for s in self._sinks if len(s)])
         self.first = min(self.first, float(starts.min()))
         self.latest = max(self.latest, float(starts.max()))
         keep = self.limit // 2
-        self.cutoff = min(self.cutoff, float(np.partition(starts, keep)[keep]))
+        starts.partition(keep)  # in place: the smallest ``keep`` starts come first
+        self.cutoff = min(self.cutoff, float(starts[keep]))
         del starts
         for s in self._sinks:
-            mask = _np(s.starts) < self.cutoff
+            mask = _view(s.starts) < self.cutoff
             if not mask.all():
                 s._keep(mask)
         before = self.held

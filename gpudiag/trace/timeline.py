@@ -160,14 +160,14 @@ def union_many(sets: Sequence[Intervals]) -> Intervals:
     )
 
 
-def _inside(points: np.ndarray, m: Intervals, closed_start: bool) -> np.ndarray:
-    """Which points lie inside the merged set ``m``: in [s, e) when ``closed_start``,
-    else in (s, e]."""
-    k = np.searchsorted(m.starts, points, side="right" if closed_start else "left") - 1
-    hit = k >= 0
-    kk = np.maximum(k, 0)
-    inside = points < m.ends[kk] if closed_start else points <= m.ends[kk]
-    return hit & inside
+def _inside(points: np.ndarray, m: Intervals, left_closed: bool, right_closed: bool) -> np.ndarray:
+    """Which points lie inside an interval of the merged set ``m``, each end of the
+    interval counted as inside or not as asked."""
+    k = np.searchsorted(m.starts, points, side="right" if left_closed else "left") - 1
+    ends = m.ends[np.maximum(k, 0)]
+    inside = points <= ends if right_closed else points < ends
+    inside &= k >= 0
+    return inside
 
 
 def subtract(a: Intervals, b: Intervals) -> Intervals:
@@ -178,13 +178,20 @@ def subtract(a: Intervals, b: Intervals) -> Intervals:
     am, bm = a.merged(), b.merged()
     if not len(am) or not len(bm):
         return am
-    a_start_kept = ~_inside(am.starts, bm, closed_start=True)
-    a_end_kept = ~_inside(am.ends, bm, closed_start=False)
-    # strictly inside a: (s, e) open on both sides
-    b_end_in = _inside(bm.ends, am, closed_start=False) & ~np.isin(bm.ends, am.ends)
-    b_start_in = _inside(bm.starts, am, closed_start=True) & ~np.isin(bm.starts, am.starts)
-    starts = np.sort(np.concatenate([am.starts[a_start_kept], bm.ends[b_end_in]]))
-    ends = np.sort(np.concatenate([am.ends[a_end_kept], bm.starts[b_start_in]]))
+    starts = np.concatenate(
+        [
+            am.starts[~_inside(am.starts, bm, left_closed=True, right_closed=False)],
+            bm.ends[_inside(bm.ends, am, left_closed=False, right_closed=False)],
+        ]
+    )
+    ends = np.concatenate(
+        [
+            am.ends[~_inside(am.ends, bm, left_closed=False, right_closed=True)],
+            bm.starts[_inside(bm.starts, am, left_closed=False, right_closed=False)],
+        ]
+    )
+    starts.sort()
+    ends.sort()
     keep = ends > starts
     out = Intervals(starts[keep], ends[keep])
     out._merged = out
@@ -423,8 +430,8 @@ class Timeline:
                 name,
                 source,
                 unit if unit is not None else COUNTER_NAMES.get(name, ""),
-                np.asarray(list(ts), dtype=np.float64),
-                np.asarray(list(values), dtype=np.float64),
+                _array(ts, np.float64),
+                _array(values, np.float64),
             )
         )
 
