@@ -197,11 +197,15 @@ class IntervalBudget:
         whole_s = (self.latest - self.first) / 1e6
         tl.meta.limitations.append(
             f"the trace holds more intervals than the memory bound ({self.limit:,}): "
-            f"analyzed its first {kept_s:.3g} s of {whole_s:.3g} s ({self.refused:,} "
+            f"analyzed its first {_seconds(kept_s)} of {_seconds(whole_s)} ({self.refused:,} "
             f"intervals after that dropped); raise the bound with --max-intervals or "
             f"{LIMIT_ENV} (about 100 bytes of memory per interval at the peak)"
         )
         tl.meta.extra["interval_cutoff_us"] = self.cutoff
+
+
+def _seconds(s: float) -> str:
+    return f"{s:,.0f} s" if s >= 100 else f"{s:.3g} s"
 
 
 class SinkTable(Generic[K]):
