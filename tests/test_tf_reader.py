@@ -262,3 +262,20 @@ def test_replica_numbers_are_capped(tmp_path):
     (tl,) = load_file(_write(tmp_path / "host.trace.json", ev))
     assert tl.meta.replicas == 2 < MAX_REPLICAS
     assert tl.devices == ["CPU replica 0", "CPU replica 1"]
+
+
+def test_xplane_events_are_streamed_not_decoded_from_one_json(monkeypatch):
+    """xprof's JSON of a profile is one string of every event (then decoded whole): the
+    reader takes the events one at a time from xprof's converter instead."""
+    pytest.importorskip("xprof")
+    from xprof.convert import raw_to_tool_data
+
+    from tests.conftest import sample
+
+    def refuse(raw: bytes) -> str:
+        raise AssertionError("the whole trace was made into one JSON string")
+
+    monkeypatch.setattr(raw_to_tool_data, "process_raw_trace", refuse)
+    tls = load_file(sample("tf_gpu_multi_worker.xplane.pb"))
+    assert [tl.meta.producer for tl in tls] == ["xplane", "xplane"]  # two workers
+    assert all(len(tl.steps) and tl.has_device_activity() for tl in tls)

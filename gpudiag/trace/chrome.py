@@ -260,24 +260,6 @@ def loads(raw: bytes | str) -> Any:
     return json.loads(raw)
 
 
-def chrome_doc(doc: Any, path: str) -> ChromeDoc:
-    """Validate an already decoded Chrome trace (xprof's output) and index its names."""
-    if isinstance(doc, dict) and "traceEvents" in doc:
-        events = doc["traceEvents"]
-        top = {k: v for k, v in doc.items() if k != "traceEvents"}
-    elif isinstance(doc, list) and all(isinstance(e, dict) and "ph" in e for e in doc[:50]) and doc:
-        events, top = doc, {}
-    else:
-        raise TraceError(path, _describe_json(doc))
-    if not isinstance(events, list):
-        raise TraceError(path, f"'traceEvents' is a {type(events).__name__}, expected a list")
-    for ev in events:
-        check_event(ev, path)
-    out = ChromeDoc(events=events, top=top)
-    index_names(out)
-    return out
-
-
 def number(ev: dict[str, Any], key: str, path: str) -> float:
     """A numeric field of an event; a wrong type is a TraceError, not a crash."""
     v = ev.get(key, 0.0)

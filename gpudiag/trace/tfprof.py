@@ -151,13 +151,15 @@ class _LateName(Exception):
     """A name arrived after events that needed it: the one pass read them unnamed."""
 
 
-def read_tf_stream(doc: ChromeDoc, path: str) -> list[Timeline] | None:
+def read_tf_stream(
+    doc: ChromeDoc, path: str, producer: str = "tf-trace-viewer"
+) -> list[Timeline] | None:
     """``read_tf_trace`` in one pass over a streamed file whose names are only partly known
     (``index_head``): later metadata events update the names as they arrive. None when a
     name came after an event that needed it; the caller then indexes every name and reads
     again, so the result never depends on where the file puts its names."""
     try:
-        return _read(doc, path, "tf-trace-viewer", live=True)
+        return _read(doc, path, producer, live=True)
     except _LateName:
         return None
 

@@ -1,7 +1,8 @@
 """TensorFlow / JAX profiler ``.xplane.pb`` -> Timeline, decoded by xprof (never by hand).
 
-xprof's ``trace_viewer`` tool turns the XSpace protobuf into trace-viewer JSON, which
-``tfprof.read_tf_trace`` understands; ``overview_page`` gives xprof's own step breakdown,
+xprof's ``trace_viewer`` tool turns the XSpace protobuf into trace-viewer events, which
+``tfprof`` reads one at a time as xprof's converter makes them (not from the one JSON
+string xprof would make of them all); ``overview_page`` gives xprof's own step breakdown,
 used to cross-check ours.
 
     timelines = read_xplane("run/plugins/profile/.../host.xplane.pb")
@@ -13,12 +14,13 @@ import json
 import os
 import shutil
 import tempfile
+from collections.abc import Callable, Iterator
 from typing import Any
 
-from gpudiag.trace.chrome import chrome_doc, loads
+from gpudiag.trace.chrome import ChromeDoc, check_event, index_head, index_names, loads
 from gpudiag.trace.errors import TraceError
 from gpudiag.trace.quiet import quiet_stderr
-from gpudiag.trace.tfprof import read_tf_trace
+from gpudiag.trace.tfprof import read_tf_stream, read_tf_trace
 from gpudiag.trace.timeline import Timeline
 
 INSTALL_HINT = "reading .xplane.pb needs xprof: pip install 'gpudiag[xplane]'"
@@ -26,6 +28,15 @@ INSTALL_HINT = "reading .xplane.pb needs xprof: pip install 'gpudiag[xplane]'"
 
 def xprof_tool(path: str, tool: str) -> Any:
     """Run one xprof tool on an xplane file; returns its decoded JSON."""
+    data = _run_xprof(path, lambda r2t, private: r2t.xspace_to_tool_data([private], tool, {})[0])
+    try:
+        return loads(data)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        raise TraceError(path, f"xprof {tool} output is not JSON") from None
+
+
+def _run_xprof(path: str, call: Callable[[Any, str], Any]) -> Any:
+    """``call(raw_to_tool_data, private_path)``, with xprof's failures as TraceErrors."""
     try:
         with quiet_stderr():
             from xprof.convert import raw_to_tool_data as r2t
@@ -44,7 +55,7 @@ def xprof_tool(path: str, tool: str) -> Any:
                 os.symlink(os.path.abspath(path), private)
             except OSError:
                 shutil.copyfile(path, private)
-            data, _content_type = r2t.xspace_to_tool_data([private], tool, {})
+            data = call(r2t, private)
     except Exception as e:  # xprof raises assorted errors for bad protobufs
         raise TraceError(path, f"xprof could not decode it as an XSpace profile ({e})") from None
     if data is None or len(data) == 0:
@@ -55,10 +66,7 @@ def xprof_tool(path: str, tool: str) -> Any:
             "not a profiler trace: xprof could not decode it as an XSpace protobuf"
             + (f" ({why})" if why else ""),
         )
-    try:
-        return loads(data)
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        raise TraceError(path, f"xprof {tool} output is not JSON") from None
+    return data
 
 
 REPLACEMENT_CHAR = "\ufffd".encode()
@@ -80,11 +88,54 @@ def text_problem(raw: bytes) -> str:
 
 
 def read_xplane(path: str) -> list[Timeline]:
-    doc = xprof_tool(path, "trace_viewer")
-    chrome = chrome_doc(doc, path)
-    if not any(ev.get("ph") == "X" for ev in chrome.events):
+    """xprof's trace viewer events of the profile, read one at a time as xprof's converter
+    makes them: its JSON, decoded whole, held every event as a dict (3 GB more than xprof's
+    own conversion for a 90 MB profile)."""
+    doc = ChromeDoc(events=TraceEvents(_trace(path), path))
+    index_head(doc)  # xprof writes every process and thread name first
+    if not any(ev.get("ph") == "X" for ev in doc.events):
         raise TraceError(path, "XSpace profile holds no timed events")
-    return read_tf_trace(chrome, path, producer="xplane")
+    timelines = read_tf_stream(doc, path, producer="xplane")
+    if timelines is None:
+        index_names(doc)
+        timelines = read_tf_trace(doc, path, producer="xplane")
+    return timelines
+
+
+def _trace(path: str) -> Any:
+    """The profile as xprof's trace viewer protobuf (``Trace``), before xprof turns it into
+    one JSON string."""
+
+    def convert(r2t: Any, private: str) -> bytes | None:
+        raw, ok = r2t._pywrap_profiler_plugin.xspace_to_tools_data(
+            [private], "trace_viewer", {"use_saved_result": True}
+        )
+        return raw if ok else None
+
+    raw = _run_xprof(path, convert)
+    from xprof.protobuf import trace_events_old_pb2
+
+    trace = trace_events_old_pb2.Trace()
+    try:
+        trace.ParseFromString(raw)
+    except Exception as e:  # protobuf's DecodeError
+        raise TraceError(path, f"xprof trace viewer output is not a Trace ({e})") from None
+    return trace
+
+
+class TraceEvents:
+    """The events of a ``Trace`` as trace-viewer event dicts, made anew on each iteration
+    by xprof's own converter (the one behind its JSON), one at a time."""
+
+    def __init__(self, trace: Any, path: str) -> None:
+        self.trace = trace
+        self.path = path
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        from xprof.convert.trace_events_json import TraceEventsJsonStream
+
+        for ev in TraceEventsJsonStream(self.trace)._events():
+            yield check_event(ev, self.path)
 
 
 def xprof_overview(path: str) -> dict[str, float]:
