@@ -8,13 +8,18 @@ The same events come from ``*.trace.json.gz`` files and from ``.xplane.pb`` conv
 On a CPU-only profile the ``tf_Compute`` threads *are* the device: their busy time is the
 compute, ``CollectiveReduceV2`` the sync and ``IteratorGetNext…`` the input wait.
 
-    timelines = read_tf_trace(open_chrome(path), path)
+    timelines = read_tf_trace(open_chrome(path), path)  # every name indexed first
+
+    doc = open_chrome(path, index=False)
+    index_head(doc)                          # the names that open the file
+    timelines = read_tf_stream(doc, path)    # one pass; None if a name came too late
 """
 
 from __future__ import annotations
 
 import math
 import re
+from collections import deque
 from typing import Any
 
 import numpy as np
@@ -232,15 +237,15 @@ class _XlaLine:
         starts, ends = self.halves.arrays()
         which = self.halves.column(0)
         done = self.halves.column(1)
-        pending: dict[int, list[tuple[float, float]]] = {}
+        pending: dict[int, deque[tuple[float, float]]] = {}
         pairs: tuple[list[float], list[float]] = ([], [])
         for i in np.argsort(starts, kind="stable"):
             c, ts, end = int(which[i]), float(starts[i]), float(ends[i])
             if not done[i]:
-                pending.setdefault(c, []).append((ts, end))
+                pending.setdefault(c, deque()).append((ts, end))
                 continue
             if pending.get(c):
-                ts = pending[c].pop(0)[0]
+                ts = pending[c].popleft()[0]
             pairs[0].append(ts)
             pairs[1].append(end)
             facts.comm(library[c], end - ts)
