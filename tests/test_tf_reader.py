@@ -279,3 +279,84 @@ def test_xplane_events_are_streamed_not_decoded_from_one_json(monkeypatch):
     tls = load_file(sample("tf_gpu_multi_worker.xplane.pb"))
     assert [tl.meta.producer for tl in tls] == ["xplane", "xplane"]  # two workers
     assert all(len(tl.steps) and tl.has_device_activity() for tl in tls)
+
+
+# ---- one event per line: decoded line by line, the same events as ijson gives ----------------
+HEAD = b'{"displayTimeUnit": "ns", "metadata": {"highres-ticks": true},\n"traceEvents": [\n'
+EV = [
+    {"ph": "M", "pid": 1, "name": "process_name", "args": {"name": "/host:CPU"}},
+    {"ph": "X", "pid": 1, "tid": 2, "name": 'a "quoted" ]}, name', "ts": 1.5, "dur": 2},
+    {"ph": "X", "pid": 1, "tid": 2, "name": "n", "ts": 4.0, "dur": 1.0, "args": {"a": [1, {}]}},
+]
+LINES = [json.dumps(e).encode() for e in EV]
+LAYOUTS = {
+    "comma after": HEAD + b",\n".join(LINES) + b"\n]}\n",
+    "xprof": HEAD + b"".join(x + b",\n" for x in LINES) + b"{}]}\n",
+    "comma before": HEAD + b"\n,".join(LINES) + b"\n]}",
+    "crlf": (HEAD + b",\n".join(LINES) + b"\n]}\n").replace(b"\n", b"\r\n"),
+    "keys after": HEAD + b",\n".join(LINES) + b'\n], "otherData": {"v": "2.0"}}\n',
+    "empty": HEAD + b"]}\n",
+}
+BROKEN = {
+    "pretty": json.dumps({"traceEvents": EV}, indent=2).encode(),
+    "two on a line": HEAD + LINES[0] + b",\n" + LINES[1] + b", " + LINES[2] + b"\n]}",
+    "missing comma": HEAD + LINES[0] + b",\n" + LINES[1] + b"\n" + LINES[2] + b"\n]}",
+    "trailing comma": HEAD + b"".join(x + b",\n" for x in LINES) + b"]}",
+    "truncated": HEAD + b"".join(x + b",\n" for x in LINES),
+    "garbage after": HEAD + b",\n".join(LINES) + b"\n]}\n]",
+    "second list": HEAD + b",\n".join(LINES) + b'\n], "traceEvents": [' + LINES[1] + b"]}",
+    "deep": HEAD + LINES[0] + b',\n{"ph": "X", "args": ' + b"[" * 70 + b"]" * 70 + b"}\n]}",
+    "infinite": HEAD + LINES[0] + b',\n{"ph": "X", "ts": 1e999}\n]}',
+}
+
+
+def _events(path: str) -> tuple[list[Any], str | None]:
+    out: list[Any] = []
+    try:
+        out.extend(chrome.EventStream(path, "traceEvents.item"))
+    except chrome.TraceError as e:
+        return out, str(e)
+    return out, None
+
+
+def _ijson_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    def not_lines(path: str) -> Any:
+        raise chrome.NotLines
+        yield
+
+    monkeypatch.setattr(chrome, "line_events", not_lines)
+
+
+@pytest.mark.parametrize("layout", sorted(LAYOUTS))
+def test_one_event_per_line_is_decoded_by_line(tmp_path, monkeypatch, layout):
+    path = tmp_path / "t.json"
+    path.write_bytes(LAYOUTS[layout])
+    with monkeypatch.context() as m:
+        m.setattr("ijson.items", None)  # never reached
+        by_line = _events(str(path))
+    _ijson_only(monkeypatch)
+    assert by_line == _events(str(path))
+    assert by_line[1] is None and len(by_line[0]) in (0, 3, 4)
+
+
+@pytest.mark.parametrize("layout", sorted(BROKEN))
+def test_other_layouts_and_errors_are_ijsons(tmp_path, monkeypatch, layout):
+    """Where the layout stops holding, ijson takes over: the same events, or the same error
+    (the JSON guard may refuse a chunk before ijson gives its first events)."""
+    path = tmp_path / "t.json"
+    path.write_bytes(BROKEN[layout])
+    got, error = _events(str(path))
+    _ijson_only(monkeypatch)
+    want, want_error = _events(str(path))
+    assert error == want_error
+    assert (error is None) == (layout in ("pretty", "two on a line", "second list"))
+    if error is None:
+        assert got == want and len(got) in (3, 4)
+
+
+def test_an_integer_beyond_64_bits_is_a_float_by_line(tmp_path):
+    """Valid JSON that yajl (ijson) refuses; orjson reads it as a float, which is finite."""
+    path = tmp_path / "t.json"
+    path.write_bytes(HEAD + LINES[0] + b',\n{"ph": "X", "ts": 1' + b"0" * 30 + b"}\n]}")
+    events, error = _events(str(path))
+    assert error is None and events[1]["ts"] == 1e30

@@ -24,6 +24,7 @@ from itertools import islice
 from typing import Any
 
 from gpudiag.trace.errors import TraceError
+from gpudiag.trace.event_lines import NotLines, line_events
 from gpudiag.trace.sink import MAX_KEYS
 from gpudiag.trace.source import open_stream
 
@@ -112,7 +113,8 @@ def _check_event_slowly(ev: Any, path: str) -> dict[str, Any]:
 
 class EventStream:
     """The events of a Chrome trace file, streamed anew on each iteration (bounded memory:
-    ijson builds one event at a time; ``open_stream`` bounds nesting, strings and gzip)."""
+    one event at a time, decoded line by line where the file has one event per line
+    (``event_lines.py``), else by ijson; ``open_stream`` bounds nesting, strings and gzip)."""
 
     def __init__(self, path: str, prefix: str) -> None:
         self.path = path
@@ -121,8 +123,17 @@ class EventStream:
     def __iter__(self) -> Iterator[dict[str, Any]]:
         import ijson
 
+        given = 0
+        if self.prefix == "traceEvents.item":  # one event per line: orjson, line by line
+            try:
+                for ev in line_events(self.path):
+                    yield check_event(ev, self.path)
+                    given += 1
+                return
+            except NotLines:
+                pass  # ijson gives the same events up to there: skip those
         with open_stream(self.path, json_guard=True) as f, json_errors(self.path):
-            for ev in ijson.items(f, self.prefix, use_float=True):
+            for ev in islice(ijson.items(f, self.prefix, use_float=True), given, None):
                 yield check_event(ev, self.path)
 
 
