@@ -141,7 +141,9 @@ def _name_info(name: str) -> NameInfo:
         kind,
         step,
         is_marker(name),
-        classify(name) is not None,
+        # only an OTHER name on a collective_ops thread is asked (step markers are unique:
+        # classifying each would cost most of their reading)
+        kind == OTHER and classify(name) is not None,
         name.startswith("Iterator::"),
         TRAINING_RE.search(name) is not None,
     )
