@@ -1,8 +1,9 @@
 """Chrome Trace Event JSON: stream it, validate shape, index process and thread names.
 
 Both Kineto and TensorFlow's trace viewer write this container; what the events *mean* is
-left to ``kineto.py`` and ``tfprof.py``. Files are streamed with ijson (never read whole):
-``doc.events`` re-reads the file each time it is iterated, one event in memory at a time.
+left to ``kineto.py`` and ``tfprof.py``. Files are streamed, never read whole (a line at a
+time with orjson where they hold one event per line, else with ijson): ``doc.events``
+re-reads the file each time it is iterated, one event in memory at a time.
 
     doc = open_chrome(path)        # top-level keys, then one pass for the M (name) events
     for ev in doc.events: ...      # each event a dict, with finite numeric ts/dur
