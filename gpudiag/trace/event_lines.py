@@ -132,8 +132,9 @@ def _event(s: bytes) -> dict[str, Any] | None:
 
 
 def _close(s: bytes, lines: Iterator[bytes], after_comma: bool) -> dict[str, Any] | None:
-    """The line closing the list, and the rest of the file: the event before the closing
-    bracket on the same line (``{}]}``, as xprof ends its list), or None."""
+    """Check that the line ``s`` closes the list and the rest of the file closes the
+    document; returns the event before the closing bracket on the same line (xprof ends its
+    list with ``{}]}``), or None."""
     rest = b"\n".join(_bounded(lines))
     if b'"traceEvents"' in rest or b'"traceEvents"' in s:
         raise NotLines  # a second list of events (ijson would give both)
