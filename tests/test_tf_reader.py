@@ -3,6 +3,7 @@ the same diagnosis wherever the file puts them."""
 
 from __future__ import annotations
 
+import gzip
 import json
 from pathlib import Path
 from typing import Any
@@ -327,10 +328,11 @@ def _ijson_only(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(chrome, "line_events", not_lines)
 
 
+@pytest.mark.parametrize("gz", [False, True])
 @pytest.mark.parametrize("layout", sorted(LAYOUTS))
-def test_one_event_per_line_is_decoded_by_line(tmp_path, monkeypatch, layout):
-    path = tmp_path / "t.json"
-    path.write_bytes(LAYOUTS[layout])
+def test_one_event_per_line_is_decoded_by_line(tmp_path, monkeypatch, layout, gz):
+    path = tmp_path / ("t.json.gz" if gz else "t.json")
+    path.write_bytes(gzip.compress(LAYOUTS[layout]) if gz else LAYOUTS[layout])
     with monkeypatch.context() as m:
         m.setattr("ijson.items", None)  # never reached
         by_line = _events(str(path))
