@@ -151,6 +151,14 @@ def _parser() -> argparse.ArgumentParser:
         "peak); a bigger trace is analyzed over its first part, and the report says so "
         "(default 2000000, or $GPUDIAG_MAX_INTERVALS)",
     )
+    a.add_argument(
+        "--max-xplane-mb",
+        type=_ratio,
+        default=None,
+        metavar="MB",
+        help="refuse a .xplane.pb larger than MB megabytes: xprof decodes it whole, about "
+        "35 times its size in memory (default 6, or $GPUDIAG_MAX_XPLANE_MB)",
+    )
     c = sub.add_parser(
         "compare",
         help="compare two runs (before/after a change): step time, shares, findings, fixes",
@@ -302,9 +310,14 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     from gpudiag.show.safe import clean
     from gpudiag.trace.sink import LIMIT_ENV
     from gpudiag.trace.source import RATIO_ENV
+    from gpudiag.trace.xplane import XPLANE_LIMIT_ENV
 
     # set in the environment, so that the pool's worker processes read files the same way
-    bounds = {RATIO_ENV: args.max_gzip_ratio, LIMIT_ENV: args.max_intervals}
+    bounds = {
+        RATIO_ENV: args.max_gzip_ratio,
+        LIMIT_ENV: args.max_intervals,
+        XPLANE_LIMIT_ENV: args.max_xplane_mb,
+    }
     saved = {k: os.environ.get(k) for k in bounds}
     os.environ.update({k: repr(v) for k, v in bounds.items() if v is not None})
     try:

@@ -84,6 +84,24 @@ def test_gzip_bomb_stops_at_the_ratio_limit(tmp_path, capsys, monkeypatch):
     assert analyze(capsys, str(p))[2].count("empty") == 1
 
 
+def test_xplane_beyond_the_decode_bound_is_refused_before_xprof_runs(capsys, monkeypatch):
+    """xprof decodes an XSpace whole (about 35x its size in memory): the size is checked
+    first, with the override named; the flag and the environment raise the bound."""
+    xplane = str(SAMPLES / "tf_gpu_multi_worker.xplane.pb")  # 3 MB
+    monkeypatch.delenv("GPUDIAG_MAX_XPLANE_MB", raising=False)
+    calls = []
+    monkeypatch.setattr("gpudiag.trace.xplane.read_xplane", lambda p: calls.append(p) or [])
+    code, _, err = analyze(capsys, xplane, "--max-xplane-mb", "1")
+    assert code == 2 and err.count("\n") == 1
+    assert "3 MB xplane" in err and "--max-xplane-mb" in err and not calls
+    monkeypatch.setenv("GPUDIAG_MAX_XPLANE_MB", "1")
+    with pytest.raises(TraceError, match="beyond the 1 MB bound"):
+        load_file(xplane)
+    monkeypatch.setenv("GPUDIAG_MAX_XPLANE_MB", "4")
+    load_file(xplane)  # within the bound: handed to the decoder
+    assert calls == [xplane]
+
+
 @pytest.mark.parametrize("kind", ["kineto", "gpudiag"])
 def test_gzip_bomb_in_each_format(tmp_path, kind, monkeypatch):
     monkeypatch.setattr(source, "MIN_GZIP_LIMIT", 1 << 20)

@@ -38,10 +38,11 @@ def load_file(path: str) -> list[Timeline]:
     if kind == "gpudiag":
         return read_gpudiag(path)
     if kind == "binary":
-        from gpudiag.trace.xplane import read_xplane
+        from gpudiag.trace.xplane import check_xplane_size, read_xplane
 
         if is_gzip(path):
             raise TraceError(path, "gzip holds binary data that is not a trace")
+        check_xplane_size(path)
         return read_xplane(path)
     if kind == "text":
         from gpudiag.trace.xplane import text_problem

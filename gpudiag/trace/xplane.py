@@ -162,3 +162,37 @@ def xprof_overview(path: str) -> dict[str, float]:
                     out[k] = float("nan")
             return out
     raise TraceError(path, "xprof overview_page has no step-time table")
+
+
+# xprof holds the whole XSpace and the events it derives from it while it converts: peak RSS
+# of `gpudiag analyze` grew 35 MB per MB of xplane, from 443 MB (10.9 MB file) to 1,133 MB
+# (30.5 MB file; Keras CPU profiles, benchmarks/README.md). The default keeps the whole
+# process under the 300 MB bound every reader meets: 60 MB + 35 x 6 MB = 270 MB.
+XPLANE_MB_PER_MB = 35
+DEFAULT_MAX_XPLANE_MB = 6.0
+XPLANE_LIMIT_ENV = "GPUDIAG_MAX_XPLANE_MB"
+
+
+def xplane_limit_mb() -> float:
+    """The bound from ``GPUDIAG_MAX_XPLANE_MB`` (``--max-xplane-mb`` sets it), else the
+    default."""
+    try:
+        value = float(os.environ.get(XPLANE_LIMIT_ENV, DEFAULT_MAX_XPLANE_MB))
+    except ValueError:
+        return DEFAULT_MAX_XPLANE_MB
+    return value if value > 0 else DEFAULT_MAX_XPLANE_MB
+
+
+def check_xplane_size(path: str) -> None:
+    """Refuse, before xprof starts, an xplane whose decoding would exceed the memory bound
+    (``gpudiag analyze`` only: the callback's own profiler windows are not bounded here)."""
+    mb = os.path.getsize(path) / 1e6
+    limit = xplane_limit_mb()
+    if mb > limit:
+        need = 60 + XPLANE_MB_PER_MB * mb
+        raise TraceError(
+            path,
+            f"a {mb:,.0f} MB xplane: xprof decodes it whole, about {need:,.0f} MB of memory, "
+            f"beyond the {limit:g} MB bound on xplane files; raise it with --max-xplane-mb "
+            f"or {XPLANE_LIMIT_ENV}",
+        )
