@@ -83,8 +83,9 @@ class IntervalSink:
             return False
         self.starts.append(start)
         self.ends.append(end)
-        for col, value in zip(self.columns, extra, strict=True):
-            col.append(value)
+        if self.columns:
+            for col, value in zip(self.columns, extra, strict=True):
+                col.append(value)
         b.held += 1
         if b.held > b.limit:
             b.shrink()
@@ -229,9 +230,12 @@ class SinkTable(Generic[K]):
         return s
 
     def add(self, key: K, start: float, end: float) -> None:
-        s = self.sinks.get(key) or self.get(key)
-        if s is not None:
-            s.add(start, end)
+        s = self.sinks.get(key)
+        if s is None:
+            s = self.get(key)
+            if s is None:
+                return
+        s.add(start, end)
 
     def __bool__(self) -> bool:
         return bool(self.sinks)
