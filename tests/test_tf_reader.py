@@ -282,6 +282,23 @@ def test_xplane_events_are_streamed_not_decoded_from_one_json(monkeypatch):
     assert all(len(tl.steps) and tl.has_device_activity() for tl in tls)
 
 
+def test_xplane_without_xprofs_event_stream_reads_its_public_json_the_same(monkeypatch):
+    """The event stream is not public xprof API: without it, xprof's JSON output is
+    streamed from a private file, giving the same timelines."""
+    pytest.importorskip("xprof")
+    from gpudiag.analyze import diagnose
+    from gpudiag.trace import xplane
+    from tests.conftest import sample
+
+    path = sample("tf_gpu_multi_worker.xplane.pb")
+    streamed = diagnose(load_file(path)).to_dict()
+    monkeypatch.setattr(xplane, "_event_stream_available", lambda: False)
+    tls = load_file(path)
+    assert [tl.meta.producer for tl in tls] == ["xplane", "xplane"]
+    assert all(tl.meta.source == path for tl in tls)
+    assert diagnose(tls).to_dict() == streamed
+
+
 # ---- one event per line: decoded line by line, the same events as ijson gives ----------------
 HEAD = b'{"displayTimeUnit": "ns", "metadata": {"highres-ticks": true},\n"traceEvents": [\n'
 EV = [

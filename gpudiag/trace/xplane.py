@@ -17,13 +17,14 @@ import tempfile
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from gpudiag.trace.chrome import ChromeDoc, check_event, index_head, index_names, loads
+from gpudiag.trace.chrome import ChromeDoc, check_event, index_head, index_names, loads, open_chrome
 from gpudiag.trace.errors import TraceError
 from gpudiag.trace.quiet import quiet_stderr
 from gpudiag.trace.tfprof import read_tf_stream, read_tf_trace
 from gpudiag.trace.timeline import Timeline
 
 INSTALL_HINT = "reading .xplane.pb needs xprof: pip install 'gpudiag[xplane]'"
+TOOL = "trace_viewer"
 
 
 def xprof_tool(path: str, tool: str) -> Any:
@@ -90,8 +91,32 @@ def text_problem(raw: bytes) -> str:
 def read_xplane(path: str) -> list[Timeline]:
     """xprof's trace viewer events of the profile, read one at a time as xprof's converter
     makes them: its JSON, decoded whole, held every event as a dict (3 GB more than xprof's
-    own conversion for a 90 MB profile)."""
-    doc = ChromeDoc(events=TraceEvents(_trace(path), path))
+    own conversion for a 90 MB profile). The event stream is not public xprof API: where
+    an xprof release lacks it, its public JSON output is written to a private file and
+    streamed from there (bounded as any JSON trace, slower)."""
+    if _event_stream_available():
+        return _read_events(ChromeDoc(events=TraceEvents(_trace(path), path)), path)
+    data = _run_xprof(path, lambda r2t, private: r2t.xspace_to_tool_data([private], TOOL, {})[0])
+    with tempfile.TemporaryDirectory(prefix="gpudiag-xprof-") as tmp:
+        json_path = os.path.join(tmp, "trace.json")
+        with open(json_path, "wb") as f:
+            f.write(data if isinstance(data, bytes) else data.encode("utf-8", "surrogatepass"))
+        del data
+        return _read_events(open_chrome(json_path, index=False), path)
+
+
+def _event_stream_available() -> bool:
+    """xprof's Trace protobuf converter and its one-event-at-a-time JSON stream exist."""
+    try:
+        from xprof.convert import raw_to_tool_data as r2t
+        from xprof.convert.trace_events_json import TraceEventsJsonStream
+        from xprof.protobuf import trace_events_old_pb2  # noqa: F401
+    except ImportError:
+        return False
+    return hasattr(r2t, "_pywrap_profiler_plugin") and hasattr(TraceEventsJsonStream, "_events")
+
+
+def _read_events(doc: ChromeDoc, path: str) -> list[Timeline]:
     index_head(doc)  # xprof writes every process and thread name first
     if not any(ev.get("ph") == "X" for ev in doc.events):
         raise TraceError(path, "XSpace profile holds no timed events")
@@ -108,7 +133,7 @@ def _trace(path: str) -> Any:
 
     def convert(r2t: Any, private: str) -> bytes | None:
         raw, ok = r2t._pywrap_profiler_plugin.xspace_to_tools_data(
-            [private], "trace_viewer", {"use_saved_result": True}
+            [private], TOOL, {"use_saved_result": True}
         )
         return raw if ok else None
 
