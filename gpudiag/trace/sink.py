@@ -15,15 +15,16 @@ bounded whatever its size:
    and refuses later pairs as they arrive. Events are cut by time, not by arrival, so what is
    kept is complete for every kind of event (file order does not matter), and steps that
    end after the cutoff are dropped with them. The Timeline says what was analyzed
-   (``note``): the first part of the trace, and how to raise the limit.
+   (``finish``): the first part of the trace, and how to raise the limit.
 
     budget = IntervalBudget()                 # limit: GPUDIAG_MAX_INTERVALS or the default
     kernels = budget.sink()                   # mergeable
-    steps = budget.sink(mergeable=False)
+    steps = budget.sink(mergeable=False, columns="q")   # + the step number
     kernels.add(ts, ts + dur)
+    steps.add(ts, ts + dur, 12)
     ...
-    tl.add_activity("GPU 0", Kind.COMPUTE, *kernels.arrays())
-    budget.note(tl)                           # limitation line when the cutoff was used
+    tl.add_activity("GPU 0", Kind.COMPUTE, *kernels.take_pairs())   # no copy
+    budget.finish(tl)                         # drops cut steps, says what was analyzed
 """
 
 from __future__ import annotations
@@ -40,8 +41,8 @@ import numpy as np
 from gpudiag.trace.timeline import Steps, Timeline, union_of
 
 # 16 B per held pair, and the analysis needs several times the held data at its peak
-# (sorting, unions, exposed parts per device): see docs/thresholds.md for the measured
-# figure behind this default. A trace needs more only when it holds that many intervals
+# (sorting, unions, exposed parts per device): docs/formats.md ("Bounds on any input") has
+# the measured figure behind this default. A trace needs more only when it holds that many intervals
 # that do not overlap (thousands of steps of a kernel-heavy model).
 DEFAULT_MAX_INTERVALS = 2_000_000
 # distinct keys a reader keeps per table (devices, counter series, marker names, ...): real
