@@ -9,7 +9,15 @@ import pytest
 
 from gpudiag.cli import main
 from gpudiag.record.writer import TraceWriter
-from gpudiag.trace.sink import LIMIT_ENV, MAX_KEYS, IntervalBudget, SinkTable, Totals
+from gpudiag.trace.sink import (
+    LIMIT_ENV,
+    MAX_KEYS,
+    IntervalBudget,
+    SinkTable,
+    Totals,
+    interval_limit,
+    share_of_limit,
+)
 from gpudiag.trace.timeline import Kind, Metadata, Timeline, union_of
 from tests.synth import periodic
 
@@ -73,12 +81,15 @@ def test_tables_of_names_stay_bounded():
     assert len(totals) == MAX_KEYS + 1 and totals["other"] == 10.0
 
 
-def _write_run(path, steps: int) -> None:
+def _write_run(path, steps: int, rank: int | None = None) -> None:
     tl = periodic(steps=steps, input_frac=0.35, compute_frac=0.5)
     for i in range(steps):  # kernels on a second stream overlap the first: mergeable
         t = i * 1000.0 + 400.0
         tl.add_activity("GPU 0", Kind.COMPUTE, [t], [t + 300.0])
-    with TraceWriter(str(path), Metadata(producer="gpudiag", devices=["GPU 0"])) as w:
+    meta = Metadata(producer="gpudiag", devices=["GPU 0"])
+    if rank is not None:
+        meta.rank, meta.world_size, meta.run_id = rank, 3, "run-a"
+    with TraceWriter(str(path), meta) as w:
         w.detail(True)  # a profiled window over the whole run: every step, every kernel
         for i, s, e in zip(tl.steps.index, tl.steps.start, tl.steps.end, strict=True):
             w.step(int(i), float(s), float(e), profiled=True)
@@ -112,3 +123,25 @@ def test_max_intervals_flag_rejects_nonsense(tmp_path, capsys):
         main(["analyze", str(path), "--max-intervals", "ten"])
     assert e.value.code == 2
     assert "--max-intervals" in capsys.readouterr().err
+
+
+def test_rank_files_of_one_run_share_the_bound(tmp_path, capsys, monkeypatch):
+    """Hundreds of ranks must not hold hundreds of times the bound: each of N rank files
+    holds 1/N of it (never less than 1,000 intervals)."""
+    assert share_of_limit(1) == interval_limit()
+    monkeypatch.setenv(LIMIT_ENV, "600000")
+    assert share_of_limit(3) == 200_000 and share_of_limit(10**6) == 1000
+    for r in range(3):
+        _write_run(tmp_path / f"rank{r}.json", steps=1500, rank=r)
+    monkeypatch.setenv(LIMIT_ENV, "30000")  # 10,000 per file: every rank fits
+    assert main(["analyze", str(tmp_path), "--json", "--jobs", "1"]) == 0
+    whole = json.loads(capsys.readouterr().out)
+    assert not any("memory bound" in lim for lim in whole["limitations"])
+    monkeypatch.setenv(LIMIT_ENV, "6000")  # alone, a file would fit; a third of it does not
+    assert main(["analyze", str(tmp_path), "--json", "--jobs", "1"]) == 0
+    part = json.loads(capsys.readouterr().out)
+    assert any("memory bound (2,000)" in lim for lim in part["limitations"])
+    assert part["verdict"] == whole["verdict"] == "data-starved"
+    assert len(part["ranks"]) == len(whole["ranks"]) == 3
+    for cut, full in zip(part["ranks"], whole["ranks"], strict=True):
+        assert 0 < cut["steps"] < full["steps"] == 1500

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from gpudiag.trace.errors import TraceError
+from gpudiag.trace.sink import limit_intervals, share_of_limit
 from gpudiag.trace.timeline import Intervals, Timeline
 
 COUNTER_POINTS = 2000  # per counter: a sampled run of hours at 0.5 s keeps its shape
@@ -158,16 +159,19 @@ def summarize(tl: Timeline) -> Timeline:
     return tl
 
 
-def read_summaries(path: str, reduce: bool = True) -> tuple[list[Timeline], str | None]:
+def read_summaries(
+    path: str, reduce: bool = True, limit: int | None = None
+) -> tuple[list[Timeline], str | None]:
     """Pool / Dask task: the file's rank summaries (``reduce=False``: its whole timelines),
     or the reader's one-line problem (an exception would not cross the process boundary
-    intact)."""
+    intact). ``limit``: the intervals this file may hold (its share of the bound)."""
     from gpudiag.trace.allocator import return_big_buffers
     from gpudiag.trace.load import load_file
 
     return_big_buffers()  # an analysis process: keep its peak memory its true peak
     try:
-        return [summarize(tl) if reduce else tl for tl in load_file(path)], None
+        with limit_intervals(limit):
+            return [summarize(tl) if reduce else tl for tl in load_file(path)], None
     except TraceError as e:
         return [], e.problem
     except MemoryError:
@@ -210,17 +214,20 @@ class RankReader:
         self.jobs = default_jobs(len(self.paths)) if jobs is None else max(1, jobs)
         # one file (one rank) is analysed whole, exactly as the callback that wrote it did
         self.reduce = len(self.paths) > 1
+        # several: each holds its share of the interval bound (a run of 500 ranks is
+        # bounded as one file is); read in the parent, where --max-intervals is set
+        self.limit = share_of_limit(len(self.paths)) if self.reduce else None
         self._pool: ProcessPoolExecutor | None = None
         self._futures: dict[Future[Result], str] = {}
         self._dask: Any = None
         if scheduler:
-            self._dask = _DaskRun(self.paths, scheduler, self.reduce)
+            self._dask = _DaskRun(self.paths, scheduler, self.reduce, self.limit)
         elif self.jobs > 1 and len(self.paths) > 1:
             self._pool = ProcessPoolExecutor(
                 max_workers=min(self.jobs, len(self.paths)), mp_context=_pool_context()
             )
             self._futures = {
-                self._pool.submit(read_summaries, p, self.reduce): p for p in self.paths
+                self._pool.submit(read_summaries, p, self.reduce, self.limit): p for p in self.paths
             }
 
     def collect(self, on_file: Callable[[str, int], None] | None = None) -> list[Timeline]:
@@ -252,7 +259,7 @@ class RankReader:
                 yield self._futures[fut], fut.result()
         else:
             for p in self.paths:
-                yield p, read_summaries(p, self.reduce)
+                yield p, read_summaries(p, self.reduce, self.limit)
 
 
 def load_ranks(
@@ -269,7 +276,7 @@ def load_ranks(
 class _DaskRun:
     """The same per-rank task on a Dask distributed cluster."""
 
-    def __init__(self, paths: list[str], scheduler: str, reduce: bool) -> None:
+    def __init__(self, paths: list[str], scheduler: str, reduce: bool, limit: int | None) -> None:
         try:
             from distributed import Client
         except ImportError:
@@ -280,7 +287,9 @@ class _DaskRun:
             self.client = Client(scheduler, timeout="10s")
         except (OSError, TimeoutError) as e:
             raise TraceError(scheduler, f"cannot reach the Dask scheduler ({e})") from None
-        self.futures = self.client.map(read_summaries, paths, reduce=reduce, pure=False)
+        self.futures = self.client.map(
+            read_summaries, paths, reduce=reduce, limit=limit, pure=False
+        )
         self.where = {f.key: p for f, p in zip(self.futures, paths, strict=True)}
 
     def results(self) -> Iterator[tuple[str, Result]]:

@@ -29,10 +29,13 @@ bounded whatever its size:
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import weakref
 from array import array
+from collections.abc import Iterator
+from contextvars import ContextVar
 from dataclasses import fields
 from typing import Any, Generic, TypeVar
 
@@ -52,13 +55,37 @@ K = TypeVar("K")
 LIMIT_ENV = "GPUDIAG_MAX_INTERVALS"
 
 
+MIN_INTERVALS = 1000
+_share: ContextVar[int | None] = ContextVar("gpudiag_interval_share", default=None)
+
+
 def interval_limit() -> int:
-    """The limit from ``GPUDIAG_MAX_INTERVALS`` (``gpudiag analyze --max-intervals`` sets
-    it, so rank files read in worker processes see it too), else the default."""
+    """The limit for the file being read: its share (``limit_intervals``) when several are
+    read for one analysis, else ``GPUDIAG_MAX_INTERVALS`` (``gpudiag analyze
+    --max-intervals`` sets it, so worker processes see it too), else the default."""
+    share = _share.get()
+    if share is not None:
+        return share
     try:
-        return max(1000, int(float(os.environ.get(LIMIT_ENV, DEFAULT_MAX_INTERVALS))))
+        return max(MIN_INTERVALS, int(float(os.environ.get(LIMIT_ENV, DEFAULT_MAX_INTERVALS))))
     except (ValueError, OverflowError):
         return DEFAULT_MAX_INTERVALS
+
+
+def share_of_limit(files: int) -> int:
+    """Each of ``files`` rank files analyzed together holds an equal share of the bound,
+    so a run of hundreds of ranks is bounded as one file is."""
+    return max(MIN_INTERVALS, interval_limit() // max(1, files))
+
+
+@contextlib.contextmanager
+def limit_intervals(limit: int | None) -> Iterator[None]:
+    """Readers inside hold at most ``limit`` intervals per file (None: the usual limit)."""
+    token = _share.set(None if limit is None else max(MIN_INTERVALS, limit))
+    try:
+        yield
+    finally:
+        _share.reset(token)
 
 
 class IntervalSink:
