@@ -21,7 +21,7 @@ import os
 import stat
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from gpudiag import __version__
@@ -50,14 +50,19 @@ def _percent(text: str) -> float:
     return value
 
 
-def _positive_int(text: str) -> int:
-    try:
-        n = int(text)
-    except ValueError:
-        n = 0
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
-    return n
+def _at_least(minimum: int) -> Callable[[str], int]:
+    """An argparse type: a whole number no smaller than ``minimum``."""
+
+    def whole_number(text: str) -> int:
+        try:
+            n = int(text)
+        except ValueError:
+            n = minimum - 1
+        if n < minimum:
+            raise argparse.ArgumentTypeError(f"expected a whole number >= {minimum}, got {text!r}")
+        return n
+
+    return whole_number
 
 
 def _ratio(text: str) -> float:
@@ -67,16 +72,6 @@ def _ratio(text: str) -> float:
         value = math.nan
     if not math.isfinite(value) or value <= 0:
         raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
-    return value
-
-
-def _count(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1000:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 1000, got {text!r}")
     return value
 
 
@@ -102,7 +97,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     a.add_argument(
         "--jobs",
-        type=_positive_int,
+        type=_at_least(1),
         default=None,
         metavar="N",
         help="rank files read in parallel (default: one per core; 1 = serial)",
@@ -144,7 +139,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     a.add_argument(
         "--max-intervals",
-        type=_count,
+        type=_at_least(1000),
         default=None,
         metavar="N",
         help="hold at most N intervals per file (about 100 bytes of memory each at the "
