@@ -30,7 +30,7 @@ import numpy as np
 from gpudiag.analyze import thresholds as T
 from gpudiag.analyze.breakdown import profiled_steps
 from gpudiag.analyze.diagnosis import Finding
-from gpudiag.trace.timeline import Intervals, Kind, Timeline, subtract, union_many
+from gpudiag.trace.timeline import Kind, Timeline, subtract, union_many
 
 PROFILED = "collective arrival (profiled steps)"
 CALLBACK = "train-function arrival (callback step timing)"
@@ -92,23 +92,18 @@ def _profiled_signal(tl: Timeline) -> Signal:
         return Signal()
     coll = union_many([c for c in coll_sets if len(c)])
     compute = union_many([tl.device_activity(d, Kind.COMPUTE) for d in devices])
-    cycles = _cycles(tl)
-    out_i, out_end, out_busy, out_cyc = [], [], [], []
-    for i in idx.tolist():
-        s, e = float(tl.steps.start[i]), float(tl.steps.end[i])
-        c = coll.clip(s, e)
-        if not len(c):
-            continue
-        exposed: Intervals = subtract(c, compute.clip(s, e))
-        out_i.append(int(tl.steps.index[i]))
-        out_end.append(float(c.ends.max()))
-        out_busy.append(float(np.sum(exposed.ends - exposed.starts)))
-        out_cyc.append(float(cycles[i]))
+    starts, ends = tl.steps.start[idx], tl.steps.end[idx]
+    # the last collective stretch starting before each step's end: the step has one if it
+    # ends after the step's start; its end (within the step) is the step's last arrival
+    last = np.searchsorted(coll.starts, ends, side="left") - 1
+    last_end = coll.ends[np.maximum(last, 0)]
+    has = (last >= 0) & (last_end > starts)
+    exposed = subtract(coll, compute).covered_in(starts, ends)
     return Signal(
-        np.asarray(out_i, dtype=np.int64),
-        np.asarray(out_end),
-        np.asarray(out_busy),
-        np.asarray(out_cyc),
+        tl.steps.index[idx][has].astype(np.int64),
+        np.minimum(last_end, ends)[has],
+        exposed[has],
+        _cycles(tl)[idx][has],
     )
 
 
