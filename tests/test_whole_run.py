@@ -155,3 +155,16 @@ def test_live_follow_verdict_moves_with_the_run(tmp_path):
     w.close()
     assert verdicts[0] == "data-starved"
     assert verdicts[-1] == "compute-bound"  # not frozen on the first window
+
+
+def test_steps_numbered_out_of_order_are_weighed_as_one_window():
+    """Every step profiled but numbered backwards: thousands of one-step 'windows' would
+    each get a row and a weight; past MAX_WINDOWS the run is one window."""
+    from gpudiag.analyze.phases import MAX_WINDOWS, whole_run
+    from tests.synth import periodic
+
+    tl = periodic(steps=3 * MAX_WINDOWS, input_frac=0.4)
+    tl.steps.index[:] = tl.steps.index[::-1].copy()
+    view = whole_run(tl)
+    assert len(view.windows) == 1 and view.windows[0].weight == 1.0
+    assert view.breakdown.shares["input"] > 0.35

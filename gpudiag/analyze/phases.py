@@ -42,6 +42,9 @@ WARMUP_FACTOR = 3.0
 FIRST_EPOCH_FACTOR = 1.5
 SLOWDOWN_FACTOR = 1.3
 MIN_STEPS_FOR_PHASES = 6  # fewer steps: no phase detection
+# the callback takes at most 8 profiler windows; a trace cut into more runs of profiled
+# steps (steps numbered out of order) is weighed as one window, not window by window
+MAX_WINDOWS = 64
 
 SPAN_EPOCH = "epoch"
 SPAN_EVALUATION = "evaluation"
@@ -212,6 +215,8 @@ def whole_run(tl: Timeline) -> RunView:
     windows = _windows(tl)
     if not windows or not whole.steps_analyzed:
         return view
+    if len(windows) > MAX_WINDOWS:
+        windows = [(windows[0][0], windows[-1][1])]
     # the whole breakdown's rows are its analyzed steps in time order: a window's shares
     # are its steps' rows weighted by their durations (what step_breakdown of the window
     # alone gives, without computing it again)
