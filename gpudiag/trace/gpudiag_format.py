@@ -321,7 +321,9 @@ class TimelineBuilder:
                 kind = Kind(cat[len(CAT_DEVICE) :])
                 device = str(args["device"])
                 self.dev.add((device, kind), ts, end)
-                if kind is Kind.COMPUTE and (device in self.kernels or len(self.kernels) < 64):
+                if kind is Kind.COMPUTE and (
+                    device in self.kernels or len(self.kernels) < MAX_KEYS
+                ):
                     self.kernels[device] = self.kernels.get(device, 0) + int(args.get("n", 1))
             elif cat == CAT_STEP:
                 call = args.get("call")  # [start, duration] of the train-function call

@@ -36,26 +36,23 @@ import weakref
 from array import array
 from collections.abc import Iterator
 from contextvars import ContextVar
-from dataclasses import fields
 from typing import Any, Generic, TypeVar
 
 import numpy as np
 
-from gpudiag.trace.timeline import Steps, Timeline, union_of
+from gpudiag.trace.timeline import Timeline, union_of
 
 # 16 B per held pair, and the analysis needs several times the held data at its peak
 # (sorting, unions, exposed parts per device): docs/formats.md ("Bounds on any input") has
-# the measured figure behind this default. A trace needs more only when it holds that many intervals
-# that do not overlap (thousands of steps of a kernel-heavy model).
+# the measured figure behind this default. A trace needs more only when it holds that
+# many intervals that do not overlap (thousands of steps of a kernel-heavy model).
 DEFAULT_MAX_INTERVALS = 2_000_000
+MIN_INTERVALS = 1000  # the smallest bound a file is given, alone or as one of many ranks
+LIMIT_ENV = "GPUDIAG_MAX_INTERVALS"
 # distinct keys a reader keeps per table (devices, counter series, marker names, ...): real
 # traces have tens; a hostile file with millions of distinct names must not grow memory
 MAX_KEYS = 4096
 K = TypeVar("K")
-LIMIT_ENV = "GPUDIAG_MAX_INTERVALS"
-
-
-MIN_INTERVALS = 1000
 _share: ContextVar[int | None] = ContextVar("gpudiag_interval_share", default=None)
 
 
@@ -218,10 +215,9 @@ class IntervalBudget:
         in the Timeline what was analyzed."""
         if not self.cut:
             return
-        st = tl.steps
-        keep = st.end <= self.cutoff
+        keep = tl.steps.end <= self.cutoff
         if not keep.all():
-            tl.steps = Steps(*(getattr(st, f.name)[keep] for f in fields(Steps)))
+            tl.steps = tl.steps.select(keep)
         kept_s = (self.cutoff - self.first) / 1e6
         whole_s = (self.latest - self.first) / 1e6
         tl.meta.limitations.append(

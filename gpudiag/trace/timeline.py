@@ -18,7 +18,7 @@ Readers (``gpudiag.trace.*``) build Timelines; analyzers (``gpudiag.analyze``) o
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from enum import Enum
 from typing import Any
 
@@ -230,6 +230,13 @@ class Steps:
     def durations(self) -> np.ndarray:
         return self.end - self.start
 
+    def columns(self) -> tuple[np.ndarray, ...]:
+        return tuple(getattr(self, f.name) for f in fields(self))
+
+    def select(self, which: np.ndarray) -> Steps:
+        """The steps at ``which`` (indices or a mask), every column alike."""
+        return Steps(*(col[which] for col in self.columns()))
+
 
 @dataclass
 class StepBuckets:
@@ -373,10 +380,11 @@ class Timeline:
                 if call is not None:
                     cs[i], ce[i] = call
         parts = (idx, _array(starts, np.float64), _array(ends, np.float64), p, cs, ce, b)
-        st = self.steps
-        old = (st.index, st.start, st.end, st.profiled, st.call_start, st.call_end, st.batches)
         self.steps = Steps(
-            *(np.concatenate([a, x]) if a.size else x for a, x in zip(old, parts, strict=True))
+            *(
+                np.concatenate([a, x]) if a.size else x
+                for a, x in zip(self.steps.columns(), parts, strict=True)
+            )
         )
 
     def add_activity(
@@ -439,17 +447,7 @@ class Timeline:
         """Sort steps by start; drop empty and zero-length entries. Returns self."""
         order = np.argsort(self.steps.start, kind="stable")
         keep = self.steps.end[order] > self.steps.start[order]
-        o = order[keep]
-        st = self.steps
-        self.steps = Steps(
-            st.index[o],
-            st.start[o],
-            st.end[o],
-            st.profiled[o],
-            st.call_start[o],
-            st.call_end[o],
-            st.batches[o],
-        )
+        self.steps = self.steps.select(order[keep])
         for spans in self.spans.values():
             spans.sort()
         self.activity = {k: v for k, v in self.activity.items() if len(v)}
