@@ -22,18 +22,14 @@ SHARE_HIGH = 0.20
 
 
 def detect(ev: RankEvidence) -> Finding | None:
-    tl = ev.timeline
-    calls = H.calls_of(tl, "allocator")
-    win = H.windows(ev)
-    span = H.length(win)
-    if not calls or span <= 0:
+    b = H.blocked_in(ev, "allocator")
+    if b is None:
         return None
-    blocked = H.within(H.union(list(calls.values())), win)
-    stalled = H.exposed(blocked, H.device_busy(tl))
-    share = H.total(stalled) / span
+    stalled = H.exposed(b.blocked, H.device_busy(ev.timeline))
+    share = H.total(stalled) / b.span
     if share < SHARE_MODERATE:
         return None
-    counts, ms = H.per_call(calls, win)
+    counts, ms = H.per_call(b.calls, b.windows)
     top = next(iter(counts), "allocator calls")
     return Finding(
         ID,
@@ -41,10 +37,10 @@ def detect(ev: RankEvidence) -> Finding | None:
         f"Host blocked in {top} {pct(share)}% of the time while the device idles",
         {
             "allocator_stall_pct": pct(share),
-            "host_in_allocator_pct": pct(H.total(blocked) / span),
+            "host_in_allocator_pct": pct(H.total(b.blocked) / b.span),
             "calls": counts,
             "time_in_calls_ms": ms,
-            "steps": len(win),
+            "steps": len(b.windows),
         },
     )
 

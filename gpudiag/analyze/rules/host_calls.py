@@ -1,11 +1,13 @@
 """Time the host spends blocked in allocator or synchronising API calls, and the device idle
 it causes. Shared by ``allocator-stalls`` and ``host-sync-stalls``. Pure.
 
-    w = windows(ev)                              # analysed steps, else the device window
-    share = exposed_share(calls, busy, w)        # blocked while the device idled
+    b = blocked_in(ev, "allocator")              # calls, windows, span, blocked time
+    stalled = exposed(b.blocked, device_busy(ev.timeline))
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -34,12 +36,28 @@ def calls_of(tl: Timeline, kind: str) -> dict[str, Intervals]:
     return {n: iv for n, iv in tl.host_calls.items() if host_call_kind(n) == kind}
 
 
-def union(sets: list[Intervals]) -> Intervals:
-    return union_many(sets)
-
-
 def device_busy(tl: Timeline) -> Intervals:
     return union_many(list(tl.activity.values()))
+
+
+@dataclass
+class Blocked:
+    """Blocking calls of one kind (allocator, sync) inside the time a rule judges."""
+
+    calls: dict[str, Intervals]  # by API name
+    windows: Intervals
+    span: float  # µs judged
+    blocked: Intervals  # union of the calls, inside the windows
+
+
+def blocked_in(ev: RankEvidence, kind: str) -> Blocked | None:
+    """The calls of ``kind`` and where they block; None without calls or judged time."""
+    calls = calls_of(ev.timeline, kind)
+    win = windows(ev)
+    span = length(win)
+    if not calls or span <= 0:
+        return None
+    return Blocked(calls, win, span, within(union_many(list(calls.values())), win))
 
 
 def within(iv: Intervals, win: Intervals) -> Intervals:

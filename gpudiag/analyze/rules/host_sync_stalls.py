@@ -22,27 +22,24 @@ SHARE_HIGH = 0.15
 
 def detect(ev: RankEvidence) -> Finding | None:
     tl = ev.timeline
-    calls = H.calls_of(tl, "sync")
-    win = H.windows(ev)
-    span = H.length(win)
-    if not calls or span <= 0 or not tl.activity:
+    b = H.blocked_in(ev, "sync") if tl.activity else None
+    if b is None:
         return None
-    blocked = H.within(H.union(list(calls.values())), win)
-    idle = H.idle_after(blocked, H.device_busy(tl), win)
-    share = H.total(idle) / span
+    idle = H.idle_after(b.blocked, H.device_busy(tl), b.windows)
+    share = H.total(idle) / b.span
     if share < SHARE_MODERATE:
         return None
-    counts, ms = H.per_call(calls, win)
+    counts, ms = H.per_call(b.calls, b.windows)
     n = sum(counts.values())
     return Finding(
         ID,
         "high" if share >= SHARE_HIGH else "moderate",
         f"Device idle {pct(share)}% of the time after the host synchronises "
-        f"({n / max(1, len(win)):.1f} syncs per step)",
+        f"({n / max(1, len(b.windows)):.1f} syncs per step)",
         {
             "idle_after_sync_pct": pct(share),
-            "host_in_sync_pct": pct(H.total(blocked) / span),
-            "syncs_per_step": round(n / max(1, len(win)), 1),
+            "host_in_sync_pct": pct(H.total(b.blocked) / b.span),
+            "syncs_per_step": round(n / max(1, len(b.windows)), 1),
             "calls": counts,
             "time_in_calls_ms": ms,
         },
