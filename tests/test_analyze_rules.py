@@ -6,7 +6,7 @@ import pytest
 
 from gpudiag.analyze import diagnose
 from gpudiag.analyze import thresholds as T
-from gpudiag.analyze.rules.gain import batch_scaled, pipelined, removed, spread
+from gpudiag.analyze.gain import batch_scaled, pipelined, removed, spread
 from gpudiag.analyze.verdict import decide
 from tests.synth import periodic
 

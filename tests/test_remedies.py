@@ -4,10 +4,12 @@ with a range that follows the model in docs/method.md."""
 
 from __future__ import annotations
 
+import pkgutil
+
 import pytest
 
 from gpudiag.analyze import diagnose, rules
-from gpudiag.analyze.rules.gain import Gain, batch_scaled, capacity, pipelined
+from gpudiag.analyze.gain import Gain, batch_scaled, capacity, pipelined
 from gpudiag.show.units import evidence_item, gain_text
 from tests.synth import periodic
 
@@ -196,7 +198,12 @@ def test_gain_model_pieces():
 def test_every_rule_is_registered_once_with_an_id_and_scope():
     ids = [r.ID for r in rules.RULES]
     assert len(ids) == len(set(ids))
-    assert all(r.SCOPE in ("rank", "run") for r in rules.RULES)
+    assert all(callable(getattr(r, "detect", None)) for r in rules.RANK_RULES)
+    assert all(callable(getattr(r, "detect_run", None)) for r in rules.RUN_RULES)
+    assert not set(rules.RANK_RULES) & set(rules.RUN_RULES)
+    # the package holds rules only: every module in it is a registered rule
+    modules = {m.name for m in pkgutil.iter_modules(rules.__path__)}
+    assert modules == {r.__name__.rsplit(".", 1)[-1] for r in rules.RULES}
     stable = {
         "gil-pressure",
         "cpu-saturated",

@@ -18,10 +18,10 @@ from gpudiag.analyze.activity import activity_strips
 from gpudiag.analyze.arrival import RankTiming, find_waited_for
 from gpudiag.analyze.breakdown import Breakdown, merge_breakdowns, row_dicts
 from gpudiag.analyze.diagnosis import DeviceSummary, Diagnosis, Finding, RankSummary
+from gpudiag.analyze.evidence import as_judged
 from gpudiag.analyze.gaps import Gaps, idle_gaps
 from gpudiag.analyze.phases import per_batch_times, weighted_quantile, whole_run
 from gpudiag.analyze.rules import HostFacts, RankEvidence, RunEvidence, Situation
-from gpudiag.analyze.rules.base import as_judged
 from gpudiag.analyze.verdict import decide
 from gpudiag.trace.runconfig import RunConfig
 from gpudiag.trace.timeline import Timeline

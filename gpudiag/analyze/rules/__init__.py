@@ -1,9 +1,11 @@
-"""The rules registry: one module per finding id, listed once in ``RULES``.
+"""The rules registry: one module per finding id, listed once in ``RANK_RULES`` or
+``RUN_RULES``.
 
-Each module holds ``ID``, ``SCOPE`` ("rank": ``detect(RankEvidence)`` per timeline; "run":
-``detect_run(RunEvidence)`` over all ranks), a pure ``detect`` and ``advise(finding,
-situation) -> [Suggestion]`` with its gain model, and its thresholds with their reasons.
-Adding a finding means adding one module and one line here (docs/rules.md).
+A rank rule (``RankRule``) judges one timeline: ``detect(RankEvidence)``. A run rule
+(``RunRule``) judges every rank at once: ``detect_run(RunEvidence)`` (a straggler shows only
+against the other ranks). Both hold ``ID``, ``advise(finding, situation) -> [Suggestion]`` with
+its gain model, and their thresholds with their reasons. Adding a finding means adding one
+module and one line here (docs/rules.md).
 
     findings = detect(evidence)                  # one rank
     suggestions = advise(findings, situation)    # one ranked, coherent list
@@ -12,9 +14,10 @@ Adding a finding means adding one module and one line here (docs/rules.md).
 
 from __future__ import annotations
 
-from types import ModuleType
+from typing import Protocol
 
 from gpudiag.analyze.diagnosis import Finding, Suggestion
+from gpudiag.analyze.evidence import HostFacts, RankEvidence, RunEvidence, Situation
 from gpudiag.analyze.rules import (
     allocator_stalls,
     batch_not_multiple_of_replicas,
@@ -43,12 +46,32 @@ from gpudiag.analyze.rules import (
     straggler,
     xla_off,
 )
-from gpudiag.analyze.rules.base import HostFacts, RankEvidence, RunEvidence, Situation
 from gpudiag.trace.runconfig import RunConfig
 from gpudiag.trace.timeline import Timeline
 
+
+class RankRule(Protocol):
+    """A rule judged on each rank's timeline alone."""
+
+    ID: str
+
+    def detect(self, ev: RankEvidence) -> Finding | None: ...
+
+    def advise(self, f: Finding, s: Situation) -> list[Suggestion]: ...
+
+
+class RunRule(Protocol):
+    """A rule judged on every rank at once."""
+
+    ID: str
+
+    def detect_run(self, run: RunEvidence) -> Finding | None: ...
+
+    def advise(self, f: Finding, s: Situation) -> list[Suggestion]: ...
+
+
 # Order = tie-break order of the report: correctness first, then causes before symptoms.
-RULES: tuple[ModuleType, ...] = (
+RANK_RULES: tuple[RankRule, ...] = (
     batch_not_multiple_of_replicas,
     partial_last_batch,
     cpu_contention,
@@ -65,7 +88,6 @@ RULES: tuple[ModuleType, ...] = (
     exposed_collectives,
     communication_hidden,
     small_model_multi_gpu,
-    straggler,
     inference_trace,
     kernel_launch_bound,
     allocator_stalls,
@@ -76,6 +98,8 @@ RULES: tuple[ModuleType, ...] = (
     xla_off,
     gpu_idle_gaps,
 )
+RUN_RULES: tuple[RunRule, ...] = (straggler,)
+RULES: tuple[RankRule | RunRule, ...] = RANK_RULES + RUN_RULES
 
 SEVERITY_ORDER = {"high": 0, "moderate": 1, "info": 2}
 MIN_GAIN = 1.02  # a change worth less than 2% is not worth the reader's time
@@ -83,10 +107,14 @@ UNESTIMATED_MIN_HIGH = 1.10  # an unestimated remedy is shown only if it could b
 CORRECTNESS = {"batch-not-multiple-of-replicas", "partial-last-batch"}
 
 __all__ = [
+    "RANK_RULES",
     "RULES",
+    "RUN_RULES",
     "HostFacts",
     "RankEvidence",
+    "RankRule",
     "RunEvidence",
+    "RunRule",
     "Situation",
     "advise",
     "detect",
@@ -97,23 +125,12 @@ __all__ = [
 
 def detect(ev: RankEvidence) -> list[Finding]:
     """Every per-rank rule's finding for one timeline."""
-    out = []
-    for rule in RULES:
-        if rule.SCOPE == "rank":
-            f = rule.detect(ev)
-            if f is not None:
-                out.append(f)
-    return out
+    return [f for rule in RANK_RULES if (f := rule.detect(ev)) is not None]
 
 
 def detect_run(run: RunEvidence) -> list[Finding]:
-    out = []
-    for rule in RULES:
-        if rule.SCOPE == "run":
-            f = rule.detect_run(run)
-            if f is not None:
-                out.append(f)
-    return out
+    """Every run rule's finding over all ranks."""
+    return [f for rule in RUN_RULES if (f := rule.detect_run(run)) is not None]
 
 
 def lint(config: RunConfig) -> list[Finding]:

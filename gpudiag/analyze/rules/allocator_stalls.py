@@ -7,14 +7,13 @@ cache in the loop. ``cudaFree``/``hipFree`` also synchronise the device."""
 
 from __future__ import annotations
 
+from gpudiag.analyze import host_calls as H
 from gpudiag.analyze.diagnosis import Finding, Suggestion
-from gpudiag.analyze.rules import host_calls as H
-from gpudiag.analyze.rules.base import RankEvidence, Situation, pct
-from gpudiag.analyze.rules.frameworks import api
-from gpudiag.analyze.rules.gain import Gain, removed
+from gpudiag.analyze.evidence import RankEvidence, Situation, pct
+from gpudiag.analyze.gain import Gain, removed
+from gpudiag.analyze.wording import api
 
 ID = "allocator-stalls"
-SCOPE = "rank"
 # share of the analysed time the host is blocked in allocator calls while the device idles:
 # the same anchors as the other stalls (xprof's 5% "moderate" and our 20% "high" input wait)
 SHARE_MODERATE = 0.05

@@ -4,10 +4,9 @@ fail on the first step with a shape error; the callback prints this before that 
 from __future__ import annotations
 
 from gpudiag.analyze.diagnosis import Finding, Suggestion
-from gpudiag.analyze.rules.base import RankEvidence, Situation
+from gpudiag.analyze.evidence import RankEvidence, Situation
 
 ID = "batch-not-multiple-of-replicas"
-SCOPE = "rank"
 
 
 def detect(ev: RankEvidence) -> Finding | None:

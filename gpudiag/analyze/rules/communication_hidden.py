@@ -9,10 +9,9 @@ import numpy as np
 
 from gpudiag.analyze import thresholds as T
 from gpudiag.analyze.diagnosis import Finding, Suggestion
-from gpudiag.analyze.rules.base import RankEvidence, Situation, pct
+from gpudiag.analyze.evidence import RankEvidence, Situation, pct
 
 ID = "communication-hidden"
-SCOPE = "rank"
 # communication on a fifth of the step is worth knowing even when hidden: shorten compute
 # by that much and it starts to show
 TOTAL_NOTE = 0.20

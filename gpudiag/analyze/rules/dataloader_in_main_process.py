@@ -6,11 +6,10 @@ import numpy as np
 
 from gpudiag.analyze import thresholds as T
 from gpudiag.analyze.diagnosis import Finding, Suggestion
-from gpudiag.analyze.rules.base import RankEvidence, Situation, pct
-from gpudiag.analyze.rules.gain import Gain, pipelined, spread
+from gpudiag.analyze.evidence import RankEvidence, Situation, pct
+from gpudiag.analyze.gain import Gain, pipelined, spread
 
 ID = "dataloader-in-main-process"
-SCOPE = "rank"
 DEFAULT_WORKERS = 4  # when the trace does not say how many cores the host had
 
 

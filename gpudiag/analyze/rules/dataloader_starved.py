@@ -8,11 +8,10 @@ import numpy as np
 
 from gpudiag.analyze import thresholds as T
 from gpudiag.analyze.diagnosis import Finding, Suggestion
-from gpudiag.analyze.rules.base import RankEvidence, Situation, pct
-from gpudiag.analyze.rules.gain import Gain, pipelined, removed
+from gpudiag.analyze.evidence import RankEvidence, Situation, pct
+from gpudiag.analyze.gain import Gain, pipelined, removed
 
 ID = "dataloader-starved"
-SCOPE = "rank"
 MORE_WORKERS = 2  # the advice proposes twice the workers
 
 

@@ -6,12 +6,11 @@ import numpy as np
 
 from gpudiag.analyze import thresholds as T
 from gpudiag.analyze.diagnosis import Finding, Suggestion
-from gpudiag.analyze.rules.base import RankEvidence, Situation, pct
-from gpudiag.analyze.rules.frameworks import sync_remedy
-from gpudiag.analyze.rules.gain import Gain, batch_scaled, removed
+from gpudiag.analyze.evidence import RankEvidence, Situation, pct
+from gpudiag.analyze.gain import Gain, batch_scaled, removed
+from gpudiag.analyze.wording import sync_remedy
 
 ID = "exposed-collectives"
-SCOPE = "rank"
 BATCH_FACTOR = 4  # the per-replica batch growth the advice proposes
 ALL_TO_ALL = ("DeepEP", "MoRI")  # expert-parallel all-to-all libraries
 

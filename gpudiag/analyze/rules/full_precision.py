@@ -4,12 +4,11 @@ matmuls and convolutions at up to 2× the float32 rate. Never on CPU-only runs."
 from __future__ import annotations
 
 from gpudiag.analyze.diagnosis import Finding, Suggestion
-from gpudiag.analyze.rules.base import RankEvidence, Situation, pct
-from gpudiag.analyze.rules.frameworks import remedy
-from gpudiag.analyze.rules.gain import Gain, removed
+from gpudiag.analyze.evidence import RankEvidence, Situation, pct
+from gpudiag.analyze.gain import Gain, removed
+from gpudiag.analyze.wording import remedy
 
 ID = "full-precision"
-SCOPE = "rank"
 COMPUTE_SHARE = 0.6
 
 

@@ -5,11 +5,10 @@ from __future__ import annotations
 
 from gpudiag.analyze import thresholds as T
 from gpudiag.analyze.diagnosis import Finding, Suggestion
-from gpudiag.analyze.rules.base import HostFacts, RankEvidence, Situation
-from gpudiag.analyze.rules.input_plan import input_remedies
+from gpudiag.analyze.evidence import HostFacts, RankEvidence, Situation
+from gpudiag.analyze.input_plan import input_remedies
 
 ID = "gil-pressure"
-SCOPE = "rank"
 
 
 def contended(h: HostFacts, input_share: float | None) -> bool:

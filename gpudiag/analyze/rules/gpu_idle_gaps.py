@@ -6,10 +6,9 @@ from __future__ import annotations
 
 from gpudiag.analyze import thresholds as T
 from gpudiag.analyze.diagnosis import Finding, Suggestion
-from gpudiag.analyze.rules.base import RankEvidence, Situation, pct
+from gpudiag.analyze.evidence import RankEvidence, Situation, pct
 
 ID = "gpu-idle-gaps"
-SCOPE = "rank"
 
 
 def detect(ev: RankEvidence) -> Finding | None:

@@ -6,11 +6,10 @@ from __future__ import annotations
 
 from gpudiag.analyze import thresholds as T
 from gpudiag.analyze.diagnosis import Finding, Suggestion
-from gpudiag.analyze.rules.base import RankEvidence, Situation, pct
-from gpudiag.analyze.rules.gain import Gain, batch_scaled
+from gpudiag.analyze.evidence import RankEvidence, Situation, pct
+from gpudiag.analyze.gain import Gain, batch_scaled
 
 ID = "host-overhead"
-SCOPE = "rank"
 SHORT_STEP_MS = 10.0  # steps this short are where per-step host costs (~1 ms) start to show
 OVERHEAD_SHARE = 0.30  # host 'other' time worth amortising
 STEPS = 8  # the steps_per_execution the advice proposes

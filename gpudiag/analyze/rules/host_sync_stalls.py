@@ -6,14 +6,13 @@ itself: waiting while the device works costs nothing."""
 
 from __future__ import annotations
 
+from gpudiag.analyze import host_calls as H
 from gpudiag.analyze.diagnosis import Finding, Suggestion
-from gpudiag.analyze.rules import host_calls as H
-from gpudiag.analyze.rules.base import RankEvidence, Situation, pct
-from gpudiag.analyze.rules.frameworks import api
-from gpudiag.analyze.rules.gain import Gain, removed
+from gpudiag.analyze.evidence import RankEvidence, Situation, pct
+from gpudiag.analyze.gain import Gain, removed
+from gpudiag.analyze.wording import api
 
 ID = "host-sync-stalls"
-SCOPE = "rank"
 # device idle right after host syncs, as a share of the analysed time (same anchors as the
 # other stalls: 5% worth a note, 15% a bottleneck, as xprof flags kernel-launch time)
 SHARE_MODERATE = 0.05

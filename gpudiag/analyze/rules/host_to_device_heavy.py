@@ -6,12 +6,11 @@ import numpy as np
 
 from gpudiag.analyze import thresholds as T
 from gpudiag.analyze.diagnosis import Finding, Suggestion
-from gpudiag.analyze.rules.base import RankEvidence, Situation, pct
-from gpudiag.analyze.rules.frameworks import remedy
-from gpudiag.analyze.rules.gain import Gain, removed
+from gpudiag.analyze.evidence import RankEvidence, Situation, pct
+from gpudiag.analyze.gain import Gain, removed
+from gpudiag.analyze.wording import remedy
 
 ID = "host-to-device-heavy"
-SCOPE = "rank"
 
 
 def detect(ev: RankEvidence) -> Finding | None:

@@ -7,13 +7,12 @@ import numpy as np
 
 from gpudiag.analyze import thresholds as T
 from gpudiag.analyze.diagnosis import Finding, Suggestion
-from gpudiag.analyze.rules.base import RankEvidence, Situation, pct
-from gpudiag.analyze.rules.frameworks import remedy
-from gpudiag.analyze.rules.gain import Gain, batch_scaled
+from gpudiag.analyze.evidence import RankEvidence, Situation, pct
+from gpudiag.analyze.gain import Gain, batch_scaled
+from gpudiag.analyze.wording import remedy
 from gpudiag.trace.timeline import Kind
 
 ID = "kernel-launch-bound"
-SCOPE = "rank"
 
 
 def detect(ev: RankEvidence) -> Finding | None:

@@ -5,11 +5,10 @@ configuration shows the automatic one is off too."""
 from __future__ import annotations
 
 from gpudiag.analyze.diagnosis import Finding, Suggestion
-from gpudiag.analyze.rules.base import RankEvidence, Situation
-from gpudiag.analyze.rules.input_plan import input_remedies
+from gpudiag.analyze.evidence import RankEvidence, Situation
+from gpudiag.analyze.input_plan import input_remedies
 
 ID = "no-prefetch"
-SCOPE = "rank"
 
 
 def detect(ev: RankEvidence) -> Finding | None:

@@ -4,10 +4,9 @@
 from __future__ import annotations
 
 from gpudiag.analyze.diagnosis import Finding, Suggestion
-from gpudiag.analyze.rules.base import RankEvidence, Situation
+from gpudiag.analyze.evidence import RankEvidence, Situation
 
 ID = "partial-last-batch"
-SCOPE = "rank"
 
 
 def detect(ev: RankEvidence) -> Finding | None:

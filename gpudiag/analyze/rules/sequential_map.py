@@ -5,11 +5,10 @@ from __future__ import annotations
 
 from gpudiag.analyze import thresholds as T
 from gpudiag.analyze.diagnosis import Finding, Suggestion
-from gpudiag.analyze.rules.base import RankEvidence, Situation, pct
-from gpudiag.analyze.rules.input_plan import input_remedies
+from gpudiag.analyze.evidence import RankEvidence, Situation, pct
+from gpudiag.analyze.input_plan import input_remedies
 
 ID = "sequential-map"
-SCOPE = "rank"
 
 
 def detect(ev: RankEvidence) -> Finding | None:

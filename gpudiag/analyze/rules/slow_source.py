@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 from gpudiag.analyze.diagnosis import Finding, Suggestion
-from gpudiag.analyze.rules.base import RankEvidence, Situation
-from gpudiag.analyze.rules.gain import Gain, removed
+from gpudiag.analyze.evidence import RankEvidence, Situation
+from gpudiag.analyze.gain import Gain, removed
 
 ID = "slow-source"
-SCOPE = "rank"
 
 
 def detect(ev: RankEvidence) -> Finding | None:

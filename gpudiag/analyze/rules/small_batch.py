@@ -6,11 +6,10 @@ of the cores the model kept busy."""
 from __future__ import annotations
 
 from gpudiag.analyze.diagnosis import Finding, Suggestion
-from gpudiag.analyze.rules.base import RankEvidence, Situation
-from gpudiag.analyze.rules.gain import Gain, batch_scaled
+from gpudiag.analyze.evidence import RankEvidence, Situation
+from gpudiag.analyze.gain import Gain, batch_scaled
 
 ID = "small-batch"
-SCOPE = "rank"
 SMALL_BATCH = 32  # per-replica batches below this under-use a device (docs/thresholds.md)
 COMPUTE_SHARE = 0.6  # the device must be the bottleneck: input/sync remedies come first
 FACTOR = 4  # the batch growth the advice proposes

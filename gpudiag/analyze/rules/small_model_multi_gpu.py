@@ -4,11 +4,10 @@ all-reduce (lint)."""
 from __future__ import annotations
 
 from gpudiag.analyze.diagnosis import Finding, Suggestion
-from gpudiag.analyze.rules.base import RankEvidence, Situation
+from gpudiag.analyze.evidence import RankEvidence, Situation
 from gpudiag.analyze.rules.exposed_collectives import more_work_per_allreduce
 
 ID = "small-model-multi-gpu"
-SCOPE = "rank"
 SMALL_MODEL_PARAMS = 1_000_000  # below this, one replica's compute cannot hide an all-reduce
 SMALL_PER_REPLICA_BATCH = 16  # per-replica batches this small starve each device
 

@@ -15,15 +15,10 @@ import numpy as np
 
 from gpudiag.analyze import thresholds as T
 from gpudiag.analyze.diagnosis import Finding, Suggestion
-from gpudiag.analyze.rules.base import RankEvidence, RunEvidence, Situation
-from gpudiag.analyze.rules.gain import Gain, removed
+from gpudiag.analyze.evidence import RunEvidence, Situation
+from gpudiag.analyze.gain import Gain, removed
 
 ID = "straggler"
-SCOPE = "run"
-
-
-def detect(ev: RankEvidence) -> Finding | None:
-    return None  # a straggler shows only against the other ranks: see detect_run
 
 
 def detect_run(run: RunEvidence) -> Finding | None:

@@ -4,11 +4,10 @@ measured here, jit_compile made a small conv net 0.74× as fast and a small MLP 
 from __future__ import annotations
 
 from gpudiag.analyze.diagnosis import Finding, Suggestion
-from gpudiag.analyze.rules.base import RankEvidence, Situation, pct
-from gpudiag.analyze.rules.gain import Gain, removed
+from gpudiag.analyze.evidence import RankEvidence, Situation, pct
+from gpudiag.analyze.gain import Gain, removed
 
 ID = "xla-off"
-SCOPE = "rank"
 COMPUTE_SHARE = 0.6  # fusion only pays where compute dominates
 FUSION_SAVING = (0.05, 0.15, 0.30)  # share of compute XLA saves: low / point / high
 

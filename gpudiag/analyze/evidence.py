@@ -1,19 +1,20 @@
-"""What a rule sees: the evidence of one rank (detect) and the whole run (advise). Pure.
+"""What a rule sees: one rank's evidence, every rank at once, and the situation its remedies
+are chosen against. Pure.
 
 ev = RankEvidence(timeline, breakdown, gaps, config, host)
-finding = rule.detect(ev)                       # Finding | None
+finding = rank_rule.detect(ev)                  # Finding | None
+finding = run_rule.detect_run(RunEvidence(labels, breakdowns, waited_for))
 suggestions = rule.advise(finding, situation)   # [Suggestion]
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol
 
 import numpy as np
 
 from gpudiag.analyze.breakdown import Breakdown, empty_shares
-from gpudiag.analyze.diagnosis import Finding, Suggestion
+from gpudiag.analyze.diagnosis import Finding
 from gpudiag.analyze.gaps import Gaps
 from gpudiag.trace.runconfig import RunConfig
 from gpudiag.trace.timeline import Timeline
@@ -130,17 +131,6 @@ class Situation:
 
     def has(self, finding_id: str) -> bool:
         return finding_id in self.findings
-
-
-class Rule(Protocol):
-    """A rule module: ``ID``, ``SCOPE`` and the two functions."""
-
-    ID: str
-    SCOPE: str  # "rank" (detect per timeline) | "run" (detect over all ranks)
-
-    def detect(self, ev: RankEvidence) -> Finding | None: ...
-
-    def advise(self, f: Finding, s: Situation) -> list[Suggestion]: ...
 
 
 def pct(x: float) -> float:

@@ -18,8 +18,8 @@ the host's CPU use — never from the input share alone, which swings run to run
 from __future__ import annotations
 
 from gpudiag.analyze.diagnosis import Suggestion
-from gpudiag.analyze.rules.base import Situation
-from gpudiag.analyze.rules.gain import Gain, capacity, pipelined, removed
+from gpudiag.analyze.evidence import Situation
+from gpudiag.analyze.gain import Gain, capacity, pipelined, removed
 
 # Python input whose process keeps less than this many cores busy is waiting, not computing
 # (a GIL-bound producer alone keeps one core busy; measured: see docs/thresholds.md).

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gpudiag.analyze.rules.base import RankEvidence
+from gpudiag.analyze.evidence import RankEvidence
 from gpudiag.trace.facts import host_call_kind
 from gpudiag.trace.timeline import Intervals, Timeline, subtract, union_many
 
