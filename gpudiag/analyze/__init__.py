@@ -6,112 +6,82 @@
 
 Several timelines are several ranks (or workers) of one run: each gets its own breakdown and
 verdict, the headline verdict comes from their mean shares, and ranks are compared for
-stragglers.
+stragglers. ``diagnose`` only calls the analyzers by name, in the order the report needs:
+
+    ranks.py      each rank: whole run (phases.py), idle gaps, configuration, host counters
+    rules/        findings per rank (RankRule) and over all ranks (RunRule), then remedies
+    verdict.py    the headline verdict and the doubts that lower its confidence
+    step_times.py step-time figures of the whole run; activity.py the strips the views draw
 """
 
 from __future__ import annotations
 
-import numpy as np
-
 from gpudiag.analyze import rules
 from gpudiag.analyze.activity import activity_strips
-from gpudiag.analyze.arrival import RankTiming, find_waited_for
 from gpudiag.analyze.breakdown import Breakdown, merge_breakdowns, row_dicts
-from gpudiag.analyze.diagnosis import DeviceSummary, Diagnosis, Finding, RankSummary
-from gpudiag.analyze.evidence import as_judged
-from gpudiag.analyze.gaps import Gaps, idle_gaps
-from gpudiag.analyze.phases import per_batch_times, weighted_quantile, whole_run
-from gpudiag.analyze.rules import HostFacts, RankEvidence, RunEvidence, Situation
-from gpudiag.analyze.verdict import decide
+from gpudiag.analyze.diagnosis import Diagnosis, Finding, RankSummary
+from gpudiag.analyze.evidence import HostFacts, RankEvidence, RunEvidence, Situation
+from gpudiag.analyze.gaps import Gaps
+from gpudiag.analyze.ranks import (
+    RankView,
+    device_rows,
+    merge_findings,
+    rank_summaries,
+    rank_waits,
+    read_ranks,
+)
+from gpudiag.analyze.step_times import step_stats
+from gpudiag.analyze.verdict import Doubts, Verdict, judge
 from gpudiag.trace.runconfig import RunConfig
 from gpudiag.trace.timeline import Timeline
 
 __all__ = ["Diagnosis", "diagnose"]
 
 
-def _labels(timelines: list[Timeline]) -> list[str]:
-    labels = []
-    for i, tl in enumerate(timelines):
-        if tl.meta.rank is not None:
-            label = f"rank {tl.meta.rank}"
-        elif "worker_device" in tl.meta.extra:
-            label = f"worker {tl.meta.extra['worker_device']}"
-        else:
-            label = f"#{i}" if len(timelines) > 1 else "run"
-        while label in labels:
-            label += "'"
-        labels.append(label)
-    return labels
-
-
-def _inconclusive_reason(timelines: list[Timeline], parts: list[Breakdown]) -> str | None:
-    if any(p.steps_analyzed for p in parts):
-        return None
-    if not any(len(tl.steps) for tl in timelines):
-        return (
-            "no training steps found in the trace (no ProfilerStep#N, step markers or "
-            "gpudiag step events), so time cannot be attributed per step"
-        )
-    if not any(tl.has_device_activity() for tl in timelines):
-        return (
-            "no device activity recorded (no GPU kernels, copies or compute-thread events), "
-            "so device time cannot be measured"
-        )
-    return "device activity and training steps do not overlap in time"
-
-
-def _merge_findings(groups: list[list[Finding]], labels: list[str]) -> list[Finding]:
-    """One finding per id: the worst instance, noting on how many ranks it appeared."""
-    order = rules.SEVERITY_ORDER
-    best: dict[str, Finding] = {}
-    count: dict[str, list[str]] = {}
-    for label, group in zip(labels, groups, strict=True):
-        for f in group:
-            count.setdefault(f.id, []).append(label)
-            cur = best.get(f.id)
-            if cur is None or order[f.severity] < order[cur.severity]:
-                best[f.id] = f
-    if len(labels) > 1:
-        for fid, f in best.items():
-            f.evidence = {
-                **f.evidence,
-                "ranks_affected": len(set(count[fid])),
-                "ranks_total": len(labels),
-            }
-    return sorted(best.values(), key=lambda f: order[f.severity])
-
-
-def config_of(tl: Timeline, cpu_count: int | None = None) -> RunConfig:
-    """The run's configuration: what the recorder wrote, completed by what the trace shows
-    (tf.data stages in a TF profile, metadata fields of foreign traces)."""
-    cfg = RunConfig(**{k: getattr(tl.meta.config, k) for k in tl.meta.config.to_dict()})
-    meta, pipe = tl.meta, tl.pipeline
-    if pipe.get("sequential_map") and not cfg.sequential_maps:
-        cfg.sequential_maps = 1
-    if pipe.get("py_function"):
-        cfg.python_ops = True
-    if (pipe.get("sequential_map") or pipe.get("py_function")) and cfg.input_kind is None:
-        cfg.input_kind = "tf.data"
-    if pipe.get("dataloader_workers") is not None and cfg.input_kind is None:
-        cfg.input_kind = "dataloader"
-    cfg.fill(
-        RunConfig(
-            framework=meta.framework or None,
-            device_type=meta.device_type or None,
-            replicas=meta.replicas,
-            global_batch=meta.batch_size,
-            cores=cpu_count or _int(meta.extra.get("cpu_count")),
-            params=_int(meta.extra.get("params")),
-        )
+def diagnose(timelines: list[Timeline], cpu_count: int | None = None) -> Diagnosis:
+    """Diagnose one run from one or more Timelines (ranks)."""
+    if not timelines:
+        return Diagnosis("inconclusive", 0.0, "no timelines to analyze", merge_breakdowns([]))
+    ranks = read_ranks(timelines, cpu_count)
+    labels = [r.label for r in ranks]
+    parts = [r.breakdown for r in ranks]
+    analysed = any(b.steps_analyzed for b in parts)
+    summaries = rank_summaries(ranks)
+    findings = merge_findings([_findings_of(r) for r in ranks], labels)
+    findings += rules.detect_run(RunEvidence(labels, parts, rank_waits(ranks, summaries)))
+    shares = merge_breakdowns(parts)
+    steps = step_stats(timelines, parts)
+    verdict = _verdict(ranks, summaries, shares, findings)
+    situation = Situation(
+        verdict.judged,
+        verdict.verdict,
+        ranks[0].config,
+        ranks[0].host,
+        {f.id: f for f in findings},
+        _median_ms(steps) if analysed else None,
     )
-    return cfg
+    return Diagnosis(
+        verdict.verdict,
+        verdict.confidence,
+        verdict.reason,
+        shares,
+        findings,
+        rules.advise(findings, situation),
+        summaries,
+        device_rows(ranks),
+        steps,
+        _first_rows(parts),
+        sorted({lim for tl in timelines for lim in tl.meta.limitations}),
+        sorted({tl.meta.source for tl in timelines if tl.meta.source}),
+        ", ".join(sorted({tl.meta.producer for tl in timelines})),
+        activity_strips(timelines, labels, [b.per_step for b in parts]) if analysed else [],
+        run=ranks[0].run.to_dict(),
+    )
 
 
-def _int(x: object) -> int | None:
-    try:
-        return int(x) if x is not None else None  # type: ignore[call-overload]
-    except (TypeError, ValueError):
-        return None
+def _findings_of(r: RankView) -> list[Finding]:
+    b = r.breakdown
+    return _rank_findings(r.timeline, b if b.steps_analyzed else None, r.gaps, r.config, r.host)
 
 
 def _rank_findings(
@@ -129,169 +99,48 @@ def _rank_findings(
     return found
 
 
-def diagnose(timelines: list[Timeline], cpu_count: int | None = None) -> Diagnosis:
-    """Diagnose one run from one or more Timelines (ranks)."""
-    if not timelines:
-        return Diagnosis("inconclusive", 0.0, "no timelines to analyze", merge_breakdowns([]))
-    labels = _labels(timelines)
-    runs = [whole_run(tl) for tl in timelines]  # windows weighted by the time they stand for
-    parts = [r.breakdown for r in runs]
-    gaps = [idle_gaps(tl) for tl in timelines]
-    configs = [config_of(tl, cpu_count) for tl in timelines]
-    hosts = [HostFacts.of(tl) for tl in timelines]
-    limitations = sorted({lim for tl in timelines for lim in tl.meta.limitations})
-    sources = sorted({tl.meta.source for tl in timelines if tl.meta.source})
-    producer = ", ".join(sorted({tl.meta.producer for tl in timelines}))
-    ranks = [
-        RankSummary(
-            label,
-            decide(b.shares)[0] if b.steps_analyzed else "inconclusive",
-            {k: round(v, 4) for k, v in b.shares.items()},
-            b.steps_analyzed,
-            round(b.step_time_us / 1000.0, 3),
-        )
-        for label, b in zip(labels, parts, strict=True)
-    ]
-    devices = _device_rows(labels, parts, gaps)
-    steps = _step_stats(timelines, parts)
-    reason = _inconclusive_reason(timelines, parts)
-    groups = [
-        _rank_findings(tl, b if b.steps_analyzed else None, g, cfg, host)
-        for tl, b, g, cfg, host in zip(timelines, parts, gaps, configs, hosts, strict=True)
-    ]
-    findings = _merge_findings(groups, labels)
-    waited_for = _rank_waits(timelines, labels, ranks)
+def _verdict(
+    ranks: list[RankView],
+    summaries: list[RankSummary],
+    shares: dict[str, float],
+    findings: list[Finding],
+) -> Verdict:
+    """The headline; inconclusive with the reason when no step could be analysed."""
+    reason = _inconclusive_reason(ranks)
     if reason is not None:
-        # who the ranks wait for shows in the callback's step timing even without a profile
-        findings += [waited_for] if waited_for else []
-        shares = merge_breakdowns([])
-        situation = Situation(
-            shares, "inconclusive", configs[0], hosts[0], {f.id: f for f in findings}
-        )
-        return Diagnosis(
-            "inconclusive",
-            0.0,
-            reason,
-            shares,
-            findings,
-            rules.advise(findings, situation),
-            ranks,
-            devices,
-            steps,
-            [],
-            limitations,
-            sources,
-            producer,
-            run=runs[0].to_dict(),
-        )
-    findings += rules.detect_run(RunEvidence(labels, parts, waited_for))
-    shares = merge_breakdowns(parts)
-    judged = as_judged(shares, configs[0])
-    verdict, confidence, why = decide(judged)
-    if judged is not shares:
-        why += (
-            " (with host time Keras spends pulling batches from Python code, "
-            f"{round(100 * shares['other'])}% of step time, counted as input wait)"
-        )
-    if runs[0].disagree:
-        confidence *= 0.8
-    if runs[0].note:
-        why += f" ({runs[0].note})"
-    verdicts = {r.verdict for r in ranks if r.steps}
-    if len(verdicts) > 1:
-        confidence *= 0.8  # ranks disagree
-        why += f" (ranks disagree: {', '.join(sorted(verdicts))})"
-    contention = next((f for f in findings if f.id == "cpu-contention"), None)
-    if contention is not None:
-        confidence *= 0.6  # a neighbour distorts every figure of this run
-        why += (
-            f"; other processes took {contention.evidence['cpu_other_processes_p50_pct']}"
-            "% of the host CPU meanwhile, so this may not be the run's own bottleneck"
-        )
-    first = next(b for b in parts if b.steps_analyzed)
-    median_ms = steps.get("median_ms")
-    situation = Situation(
-        judged,
-        verdict,
-        configs[0],
-        hosts[0],
-        {f.id: f for f in findings},
-        float(median_ms) if isinstance(median_ms, int | float) else None,
+        return Verdict.inconclusive(reason, shares)
+    run = ranks[0].run
+    doubts = Doubts(
+        window_note=run.note,
+        windows_disagree=run.disagree,
+        rank_verdicts={s.verdict for s in summaries if s.steps},
+        contention=next((f for f in findings if f.id == "cpu-contention"), None),
     )
-    return Diagnosis(
-        verdict,
-        round(confidence, 3),
-        why,
-        shares,
-        findings,
-        rules.advise(findings, situation),
-        ranks,
-        devices,
-        steps,
-        row_dicts(first.per_step, 200),
-        limitations,
-        sources,
-        producer,
-        activity_strips(timelines, labels, [b.per_step for b in parts]),
-        run=runs[0].to_dict(),
-    )
+    return judge(shares, ranks[0].config, doubts)
 
 
-def _rank_waits(
-    timelines: list[Timeline], labels: list[str], ranks: list[RankSummary]
-) -> Finding | None:
-    """Who the ranks wait for (arrival order at the collectives); fills the rank table."""
-    if len(timelines) < 2:
+def _inconclusive_reason(ranks: list[RankView]) -> str | None:
+    if any(r.breakdown.steps_analyzed for r in ranks):
         return None
-    finding, table, _ = find_waited_for(
-        [RankTiming.of(tl, label) for tl, label in zip(timelines, labels, strict=True)]
-    )
-    for row, summary in zip(table, ranks, strict=False):
-        summary.work_ms, summary.wait_ms = row.work_ms, row.wait_ms
-        summary.clock_offset_ms = row.clock_offset_ms
-        if not summary.steps:  # no profiled step: the median step from the callback's timing
-            summary.step_ms = row.step_ms
-    return finding
+    if not any(len(r.timeline.steps) for r in ranks):
+        return (
+            "no training steps found in the trace (no ProfilerStep#N, step markers or "
+            "gpudiag step events), so time cannot be attributed per step"
+        )
+    if not any(r.timeline.has_device_activity() for r in ranks):
+        return (
+            "no device activity recorded (no GPU kernels, copies or compute-thread events), "
+            "so device time cannot be measured"
+        )
+    return "device activity and training steps do not overlap in time"
 
 
-def _device_rows(
-    labels: list[str], parts: list[Breakdown], gaps: list[list[Gaps]]
-) -> list[DeviceSummary]:
-    rows = []
-    for label, b, g in zip(labels, parts, gaps, strict=True):
-        by_dev = {x.device: x for x in g}
-        for d in b.devices:
-            gd = by_dev.get(d.device, Gaps(d.device))
-            rows.append(
-                DeviceSummary(
-                    label,
-                    d.device,
-                    round(d.busy, 4),
-                    round(d.shares["compute"], 4),
-                    round(d.shares["sync"], 4),
-                    round(d.shares["transfer"], 4),
-                    round(d.collective_total, 4),
-                    gd.count,
-                    round(gd.longest_us / 1000.0, 3),
-                    round(gd.share, 4),
-                    round(gd.boundary_share, 4),
-                )
-            )
-    return rows
+def _median_ms(steps: dict[str, object]) -> float | None:
+    median_ms = steps.get("median_ms")
+    return float(median_ms) if isinstance(median_ms, int | float) else None
 
 
-def _step_stats(timelines: list[Timeline], parts: list[Breakdown]) -> dict[str, object]:
-    # per batch (steps_per_execution), aggregated step groups weighted by their batches
-    pairs = [per_batch_times(tl) for tl in timelines]
-    durations = np.concatenate([v for v, _ in pairs]) if pairs else np.zeros(0)
-    weights = np.concatenate([w for _, w in pairs]) if pairs else np.zeros(0)
-    analyzed = sum(b.steps_analyzed for b in parts)
-    if not len(durations) or weights.sum() <= 0:
-        return {"count": 0, "analyzed": 0}
-    return {
-        "count": int(weights.sum() + 0.5),
-        "analyzed": int(analyzed),
-        "median_ms": round(weighted_quantile(durations, weights, 0.5) / 1000.0, 3),
-        "p90_ms": round(weighted_quantile(durations, weights, 0.9) / 1000.0, 3),
-        "max_ms": round(float(np.max(durations)) / 1000.0, 3),
-    }
+def _first_rows(parts: list[Breakdown]) -> list[dict[str, float]]:
+    """Per-step rows of the first rank with analysed steps (what the views draw)."""
+    first = next((b for b in parts if b.steps_analyzed), None)
+    return row_dicts(first.per_step, 200) if first else []

@@ -35,6 +35,7 @@ from gpudiag.analyze.breakdown import (
     profiled_steps,
     step_breakdown,
 )
+from gpudiag.analyze.step_times import StepRecords, step_records
 from gpudiag.analyze.verdict import decide
 from gpudiag.trace.timeline import Timeline
 
@@ -108,71 +109,6 @@ class RunView:
             "epochs": self.epochs,
             "note": self.note,
         }
-
-
-@dataclass
-class _Records:
-    """Step records of the run in time order: single steps (and aggregated groups)."""
-
-    start: np.ndarray
-    end: np.ndarray
-    batches: np.ndarray
-    busy: np.ndarray  # summed step time (µs)
-
-    @property
-    def per_batch(self) -> np.ndarray:
-        return self.busy / np.maximum(self.batches, 1)
-
-    def __len__(self) -> int:
-        return int(self.start.size)
-
-
-def step_records(tl: Timeline) -> _Records:
-    st = tl.steps
-    order = np.argsort(st.start, kind="stable")
-    starts, ends = st.start[order], st.end[order]
-    batches = st.batches[order].astype(np.float64)
-    busy = ends - starts
-    b = tl.step_buckets
-    if len(b):
-        starts = np.concatenate([starts, b.start])
-        ends = np.concatenate([ends, b.end])
-        batches = np.concatenate([batches, b.batches.astype(np.float64)])
-        busy = np.concatenate([busy, b.busy])
-        order = np.argsort(starts, kind="stable")
-        starts, ends, batches, busy = starts[order], ends[order], batches[order], busy[order]
-    return _Records(starts, ends, batches, busy)
-
-
-def per_batch_times(tl: Timeline) -> tuple[np.ndarray, np.ndarray]:
-    """Per-batch step times (µs) over the whole run and how many batches each stands for,
-    so that ``steps_per_execution`` > 1 counts every batch; an aggregated group stands in as
-    its median for most of its batches, its p90 for its top tenth and its max once."""
-    st = tl.steps
-    per_step = np.maximum(st.batches, 1)
-    values = [(st.end - st.start) / per_step]
-    weights = [per_step.astype(np.float64)]
-    b = tl.step_buckets
-    if len(b):
-        n = b.batches.astype(np.float64)
-        top = np.floor(n / 10)
-        values += [b.p50, b.p90, b.max]
-        weights += [np.maximum(n - top - 1, 0), top, np.ones(len(b))]
-    return np.concatenate(values), np.concatenate(weights)
-
-
-def weighted_quantile(values: np.ndarray, weights: np.ndarray, q: float) -> float:
-    """The ``q`` quantile (0..1) of values each counted ``weights`` (whole) times; the same
-    interpolation as ``np.percentile`` up to a million values, nearest rank beyond (memory
-    stays bounded for runs of millions of steps)."""
-    if weights.sum() <= 1_000_000:
-        return float(np.percentile(np.repeat(values, weights.astype(np.int64)), 100 * q))
-    keep = weights > 0
-    v, w = values[keep], weights[keep]
-    order = np.argsort(v, kind="stable")
-    v, w = v[order], w[order]
-    cum = np.cumsum(w)
-    return float(v[min(int(np.searchsorted(cum, q * cum[-1], side="left")), v.size - 1)])
 
 
 def _epoch_of(t: np.ndarray, spans: list[tuple[float, float]]) -> np.ndarray:
@@ -315,7 +251,7 @@ def _stand_for(
 
 
 def _phases(
-    tl: Timeline, r: _Records, epochs: np.ndarray, per: np.ndarray, phase: np.ndarray
+    tl: Timeline, r: StepRecords, epochs: np.ndarray, per: np.ndarray, phase: np.ndarray
 ) -> list[Phase]:
     """Mark ``phase`` per record and return the phases found."""
     out: list[Phase] = []
@@ -418,7 +354,7 @@ def _phases(
 
 
 def _epoch_rows(
-    r: _Records, epochs: np.ndarray, per: np.ndarray, phase: np.ndarray
+    r: StepRecords, epochs: np.ndarray, per: np.ndarray, phase: np.ndarray
 ) -> list[dict[str, Any]]:
     rows = []
     for e in range(int(epochs.max()) + 1 if len(r) else 0):

@@ -1,13 +1,32 @@
-"""Verdict and confidence from the merged step-time shares. Pure; rules in docs/thresholds.md.
+"""Verdict and confidence from the merged step-time shares, and what lowers that confidence.
+Pure; rules in docs/thresholds.md.
 
-verdict, confidence, reason = decide(shares)
+    verdict, confidence, reason = decide(shares)        # one set of shares (a rank, a window)
+    v = judge(shares, config, doubts)                   # the run's headline
+    v.verdict, v.confidence, v.reason, v.judged
+
+``decide`` reads shares only. ``judge`` decides on the shares as judged (Python-fed input
+counted as input wait, evidence.as_judged) and then takes a factor off the confidence for each
+reason the figures may not describe the run's own steady state: profiler windows that disagree,
+ranks that disagree, other processes taking the host CPU.
 """
 
 from __future__ import annotations
 
+from collections.abc import Collection
+from dataclasses import dataclass
+
 from gpudiag.analyze import thresholds as T
+from gpudiag.analyze.diagnosis import Finding
+from gpudiag.analyze.evidence import as_judged
+from gpudiag.trace.runconfig import RunConfig
 
 UNEXPLAINED_CONFIDENCE = 0.25  # we know the device is idle, not why
+# Confidence penalties (docs/thresholds.md). Each is a doubt about which state the figures
+# describe, not about the figures: the verdict stands, it is said less firmly.
+WINDOWS_DISAGREE = 0.8  # a steady-state profiler window reached another verdict
+RANKS_DISAGREE = 0.8  # ranks reached different verdicts
+CONTENDED = 0.6  # other processes took the host CPU: a neighbour distorts every figure
 
 
 def _clamp(x: float, lo: float = 0.0, hi: float = 1.0) -> float:
@@ -53,3 +72,51 @@ def decide(s: dict[str, float]) -> tuple[str, float, str]:
         f"the device computes {pct['compute']}% of step time; input {pct['input']}%, "
         f"sync {pct['sync']}%, transfers {pct['transfer']}%",
     )
+
+
+@dataclass
+class Doubts:
+    """What may keep the run's figures from describing its own steady state."""
+
+    window_note: str = ""  # phases.RunView.note: windows that disagree or were not counted
+    windows_disagree: bool = False  # a steady window reached another verdict
+    rank_verdicts: Collection[str] = ()  # the verdicts of the ranks with analysed steps
+    contention: Finding | None = None  # the cpu-contention finding, when there is one
+
+
+@dataclass
+class Verdict:
+    verdict: str
+    confidence: float  # rounded to 3 decimals
+    reason: str
+    judged: dict[str, float]  # the shares the verdict was decided on (evidence.as_judged)
+
+    @classmethod
+    def inconclusive(cls, reason: str, shares: dict[str, float]) -> Verdict:
+        """No analysed step: nothing to decide on."""
+        return cls("inconclusive", 0.0, reason, shares)
+
+
+def judge(shares: dict[str, float], config: RunConfig, doubts: Doubts) -> Verdict:
+    """The run's headline: ``decide`` on the shares as judged, less confident for each doubt."""
+    judged = as_judged(shares, config)
+    verdict, confidence, why = decide(judged)
+    if judged is not shares:
+        why += (
+            " (with host time Keras spends pulling batches from Python code, "
+            f"{round(100 * shares['other'])}% of step time, counted as input wait)"
+        )
+    if doubts.windows_disagree:
+        confidence *= WINDOWS_DISAGREE
+    if doubts.window_note:
+        why += f" ({doubts.window_note})"
+    if len(doubts.rank_verdicts) > 1:
+        confidence *= RANKS_DISAGREE
+        why += f" (ranks disagree: {', '.join(sorted(doubts.rank_verdicts))})"
+    if doubts.contention is not None:
+        confidence *= CONTENDED
+        why += (
+            f"; other processes took {doubts.contention.evidence['cpu_other_processes_p50_pct']}"
+            "% of the host CPU meanwhile, so this may not be the run's own bottleneck"
+        )
+    return Verdict(verdict, round(confidence, 3), why, judged)
