@@ -1,0 +1,44 @@
+"""``small-model-multi-gpu``: replicas for a model or per-replica batch too small to hide the
+all-reduce."""
+
+from __future__ import annotations
+
+import pytest
+
+from gpudiag.analyze.rules import small_model_multi_gpu as rule
+from tests.rules.kit import lint, situation
+
+P, B = rule.SMALL_MODEL_PARAMS, rule.SMALL_PER_REPLICA_BATCH
+
+
+@pytest.mark.parametrize(
+    ("params", "per_replica", "fires"),
+    [
+        (P - 1, 4 * B, True),  # small model, big batch
+        (P, 4 * B, False),
+        (10 * P, B - 1, True),  # big model, small batch
+        (10 * P, B, False),
+        (None, B, False),  # unknown size is not small
+    ],
+)
+def test_thresholds(params, per_replica, fires):
+    f = rule.detect(lint(replicas=2, global_batch=2 * per_replica, params=params))
+    assert (f is not None) is fires
+
+
+def test_one_replica_is_never_flagged():
+    assert rule.detect(lint(replicas=1, global_batch=4, params=10)) is None
+
+
+def test_advises_more_work_per_all_reduce_when_sync_is_exposed():
+    f = rule.detect(lint(replicas=2, global_batch=8, params=10, framework="tensorflow"))
+    (sug,) = rule.advise(f, situation({"replicas": 2, "global_batch": 8}, sync=0.2))
+    assert sug.title == "Give each replica more work per all-reduce"
+    assert "now 4 per replica" in sug.detail and "fewer devices" in sug.detail
+    assert sug.expected_gain > 1.1
+
+
+def test_no_advice_while_the_all_reduce_costs_nothing():
+    f = rule.detect(lint(replicas=2, global_batch=8, params=10))
+    assert rule.advise(f, situation(sync=0.02)) == []
+    assert rule.advise(f, situation(sync=0.03)) != []
