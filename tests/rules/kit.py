@@ -5,12 +5,14 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from gpudiag.analyze.breakdown import CATEGORIES, step_breakdown
 from gpudiag.analyze.diagnosis import Finding, Suggestion
 from gpudiag.analyze.evidence import HostFacts, RankEvidence, Situation
 from gpudiag.analyze.gaps import idle_gaps
 from gpudiag.trace.runconfig import RunConfig
-from gpudiag.trace.timeline import Timeline
+from gpudiag.trace.timeline import Kind, Timeline
 from tests.synth import periodic
 
 
@@ -56,3 +58,19 @@ def titles(suggestions: list[Suggestion]) -> list[str]:
 
 def text(suggestions: list[Suggestion]) -> str:
     return " ".join(f"{s.title} {s.detail}" for s in suggestions)
+
+
+def tiny_kernels(idle: float, kernel_us: float = 10.0, steps: int = 10) -> Timeline:
+    """1 ms steps of back-to-back ``kernel_us`` kernels, then the device idles ``idle`` of the
+    step (what a launch-bound run looks like)."""
+    tl = Timeline()
+    step = 1000.0
+    n = round((1.0 - idle) * step / kernel_us)
+    for i in range(steps):
+        starts = i * step + kernel_us * np.arange(n)
+        tl.add_activity("GPU 0", Kind.COMPUTE, starts, starts + kernel_us)
+    tl.kernel_counts["GPU 0"] = n * steps
+    tl.add_steps(
+        range(steps), [i * step for i in range(steps)], [(i + 1) * step for i in range(steps)]
+    )
+    return tl.freeze()
