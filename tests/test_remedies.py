@@ -5,6 +5,7 @@ with a range that follows the model in docs/method.md."""
 from __future__ import annotations
 
 import pkgutil
+from pathlib import Path
 
 import pytest
 
@@ -221,6 +222,17 @@ def test_every_rule_is_registered_once_with_an_id_and_scope():
         "kernel-launch-bound",
     }
     assert stable <= set(ids)
+
+
+def test_every_rule_has_its_tests_its_docs_and_its_docstring():
+    repo = Path(__file__).resolve().parents[1]
+    catalogue = (repo / "docs" / "rules.md").read_text()
+    for r in rules.RULES:
+        name = r.__name__.rsplit(".", 1)[-1]
+        assert (repo / "tests" / "rules" / f"test_{name}.py").exists(), name
+        assert f"| `{r.ID}` |" in catalogue, r.ID
+        doc = r.__doc__ or ""
+        assert doc.startswith(f"``{r.ID}``") and "Example" in doc and "Fix" in doc, name
 
 
 def test_units_in_the_report():

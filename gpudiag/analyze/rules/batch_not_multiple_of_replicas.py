@@ -1,5 +1,13 @@
-"""``batch-not-multiple-of-replicas``: the global batch does not split evenly (lint). TF may
-fail on the first step with a shape error; the callback prints this before that happens."""
+"""``batch-not-multiple-of-replicas`` (lint): the global batch does not split evenly over the
+replicas.
+
+Why it matters: it is a correctness fault before it is a cost. TensorFlow may fail on the
+first step with a shape error, or pad the uneven shards; the callback prints this before
+``fit`` gets there.
+
+Example: "Global batch 98 does not divide by 4 replicas". Fix: a global batch of 96 or 100
+(per-replica batch × replicas). A correctness fix: always shown, first.
+"""
 
 from __future__ import annotations
 

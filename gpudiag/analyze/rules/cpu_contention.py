@@ -1,5 +1,13 @@
-"""``cpu-contention``: other processes on the host take CPU this run needs. Without this, a
-run slowed by a neighbour reads as compute-bound (on a CPU-only run) or data-starved."""
+"""``cpu-contention``: other processes on the host take CPU this run needs (host counters).
+
+Why it costs time: a neighbour takes the cores the input pipeline (or, on a CPU-only run, the
+model) would use. Without this finding such a run reads as compute-bound or data-starved; the
+verdict's confidence is lowered too (analyze/verdict.py, ``CONTENDED``).
+
+Example: "Other processes take 60% of the host CPU this run competes for". Fix: stop or pin
+the other processes, or train on a quieter machine; the gain is a range up to the CPU they
+hold, not a point (the run may not be CPU-bound).
+"""
 
 from __future__ import annotations
 

@@ -1,7 +1,13 @@
-"""``cpu-saturated``: the host's cores are busy nearly all the time. On a CPU-only run the CPU
-is also the training device: busy is expected there, and it matters only as far as the input
-pipeline competes with the model for it. Advice comes from the input plan, which offers no
-parallelism when the cores have no headroom."""
+"""``cpu-saturated``: the host's cores are busy nearly all the time (host counters).
+
+Why it costs time: a saturated host cannot produce input faster, so parallelism remedies
+stop paying. On a CPU-only run the CPU is also the training device: busy is expected there
+(info), and it matters only as far as the input pipeline competes with the model for it.
+
+Example: "Host CPU saturated (median 97% of all cores)". Fix (through analyze/input_plan.py):
+with no headroom, "Do less CPU work per sample" (cache, pre-decode, augmentation in the
+model), never more parallelism; the cache is not advised when the pipeline caches.
+"""
 
 from __future__ import annotations
 

@@ -1,6 +1,13 @@
-"""``dataloader-starved``: a PyTorch DataLoader that already has worker processes still
-cannot keep up (a fetch waits on every step). ``dataloader-in-main-process`` covers
-``num_workers=0``."""
+"""``dataloader-starved``: a PyTorch DataLoader that already has worker processes still cannot
+keep up (a fetch waits on every step).
+
+Why it costs time: the GPU waits for each batch the workers have not finished; more workers
+help until the host CPU is saturated, GPU decoding beyond that.
+
+Example: "DataLoader workers cannot keep up: the GPU waits 30.0% of each step". Fix: more
+workers, ``prefetch_factor``, ``persistent_workers``, ``pin_memory``, GPU decoding (DALI,
+torchvision v2 on CUDA). ``dataloader-in-main-process`` covers ``num_workers=0``.
+"""
 
 from __future__ import annotations
 

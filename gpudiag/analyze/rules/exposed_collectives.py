@@ -1,4 +1,13 @@
-"""``exposed-collectives``: gradient all-reduce not hidden under compute."""
+"""``exposed-collectives``: gradient all-reduce (or any collective) not hidden under compute.
+
+Why it costs time: each replica waits in the collective while its device computes nothing;
+the cost is per step, so more work per step amortises it.
+
+Example: "Gradient synchronisation stalls the device 20.0% of step time". Fix (worded per
+framework, analyze/wording.py): a bigger per-replica batch or gradient accumulation; expert
+all-to-all (DeepEP, MoRI) is overlapped with compute instead, and inference gets no gradient
+advice.
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,13 @@
-"""``full-precision``: a compute-bound GPU run in float32. Tensor cores run float16/bfloat16
-matmuls and convolutions at up to 2× the float32 rate. Never on CPU-only runs."""
+"""``full-precision``: a compute-bound GPU run in float32.
+
+Why it costs time: tensor cores run float16/bfloat16 matmuls and convolutions at up to 2× the
+float32 rate; a float32 run leaves that on the table.
+
+Example: "Compute-bound in float32". Fix (worded per framework, analyze/wording.py): a
+mixed-precision policy, ``torch.autocast``, bfloat16 compute; bfloat16 weights for inference.
+Not raised when the run's precision is already mixed, on TPUs (bfloat16 passes by default) or
+on CPU-only runs.
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,13 @@
-"""``gil-pressure``: Python threads fight for the GIL. The in-process probe is late and the
-out-of-process reference is not (docs/thresholds.md, GIL_*)."""
+"""``gil-pressure``: Python threads fight for the GIL (host counters): the in-process probe is
+late and the out-of-process reference is not (docs/thresholds.md, ``GIL_*``).
+
+Why it costs time: a thread that wants the GIL waits a switch interval (5 ms) for it; an
+input pipeline in Python threads then feeds the device at the pace of one thread.
+
+Example: "Python threads fight for the GIL (probe lateness p95 6.0 ms)". Fix (through
+analyze/input_plan.py, once input wait is moderate): move Python input to worker processes;
+not offered when they run already.
+"""
 
 from __future__ import annotations
 

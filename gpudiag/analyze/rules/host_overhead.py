@@ -1,6 +1,14 @@
 """``host-overhead``: steps so short that the host's per-step work (Python, Keras callbacks,
-dispatch of the step function) is a large share of them. ``steps_per_execution`` runs several
-steps per dispatch and pays that cost once."""
+dispatch of the step function) is a large share of them.
+
+Why it costs time: that work is paid once per dispatch whatever the step does; on a 1 ms step
+1 ms of it halves the throughput.
+
+Example: "Per-step host overhead is 40.0% of 1.0 ms steps". Fix:
+``model.compile(steps_per_execution=8)`` runs several steps per dispatch and pays the cost
+once; not raised when ``steps_per_execution`` > 1, nor for Python-fed input (the host time is
+the input there).
+"""
 
 from __future__ import annotations
 

@@ -1,8 +1,14 @@
 """``host-sync-stalls``: the host waits for the device (``cudaStreamSynchronize``,
 ``cudaDeviceSynchronize``, a synchronous ``cudaMemcpy``/``hipMemcpyWithStream`` behind
-``loss.item()``, ``tensor.cpu()``, ``print(tensor)``...) and, having queued nothing, leaves the
-device idle until it launches again. Counted is that idle time after each sync, not the wait
-itself: waiting while the device works costs nothing."""
+``loss.item()``, ``tensor.cpu()``, ``print(tensor)``...).
+
+Why it costs time: having queued nothing, the host leaves the device idle until it launches
+again. Counted is that idle time after each sync, not the wait itself: waiting while the
+device works costs nothing.
+
+Example: "Device idle 26.2% of the time after the host synchronises (1.0 syncs per step)".
+Fix (per framework): read metrics every N steps, non-blocking copies from pinned memory.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,13 @@
-"""``host-to-device-heavy``: host<->device copies take a large share and are not hidden."""
+"""``host-to-device-heavy``: host<->device copies take a large share of the step and are
+not hidden under compute.
+
+Why it costs time: an exposed copy is time the device neither computes nor overlaps; pageable
+memory and fat dtypes (float32 images) make copies slow and large.
+
+Example: "Host<->device copies take 12.0% of step time (12.0% not overlapped)". Fix (worded
+per framework, analyze/wording.py): pinned memory and non-blocking copies, compact dtypes
+converted on the device, prefetch to the device.
+"""
 
 from __future__ import annotations
 

@@ -1,6 +1,13 @@
-"""``no-prefetch``: nothing overlaps input with compute. TensorFlow injects a root prefetch
-by itself (and Keras prefetches generators and PyDatasets), so this fires only when the
-configuration shows the automatic one is off too."""
+"""``no-prefetch`` (lint): nothing overlaps input with compute.
+
+Why it costs time: without a prefetch the next batch is produced only after the step ends,
+so input and compute take turns instead of overlapping. TensorFlow injects a root prefetch by
+itself (and Keras prefetches generators and PyDatasets), so this fires only when the
+configuration shows the automatic one is off too.
+
+Example: "Input pipeline has no prefetch and TensorFlow's automatic one is off". Fix:
+``ds.prefetch(tf.data.AUTOTUNE)`` last; not offered when either prefetch is on (or unknown).
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,13 @@
-"""``partial-last-batch``: the last batch is short, so some replicas get few or no samples
-(lint); with BatchNormalization that corrupts the statistics."""
+"""``partial-last-batch`` (lint): the last batch of an epoch is short and kept, so some
+replicas get few or no samples.
+
+Why it matters: with BatchNormalization the statistics of those replicas are computed over a
+handful of samples (or none), which corrupts them; high severity then, moderate without it.
+
+Example: "Last batch has 40 samples (10.0 per replica) and the model has BatchNormalization".
+Fix: ``ds.batch(global_batch, drop_remainder=True)``; not raised when ``drop_remainder`` is on
+or unknown.
+"""
 
 from __future__ import annotations
 

@@ -1,5 +1,14 @@
-"""``python-generator``: Python code produces the input under the GIL (generator,
-py_function/numpy_function in tf.data, PyDataset without worker processes)."""
+"""``python-generator``: Python code produces the input under the GIL (a generator,
+py_function/numpy_function in tf.data, a PyDataset without worker processes).
+
+Why it costs time: Python holds the GIL, so the producer runs on one thread whatever the
+cores; threads (a parallel map, thread workers) cannot spread it, processes can.
+
+Example: "Input comes from a Python generator (one thread, holds the GIL)". Fix (through
+analyze/input_plan.py, once input wait is moderate): ``PyDataset(workers=N,
+use_multiprocessing=True)``; not raised when a PyDataset already runs a worker process per
+core.
+"""
 
 from __future__ import annotations
 

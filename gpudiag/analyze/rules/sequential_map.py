@@ -1,5 +1,13 @@
-"""``sequential-map``: a tf.data map without num_parallel_calls (lint from the run config, or
-a ``Map`` stage seen in a TF profile)."""
+"""``sequential-map``: a tf.data map without ``num_parallel_calls`` (a lint from the run
+config, or a ``Map`` stage seen in a TF profile).
+
+Why it costs time: the map runs on one core while the device waits for its batch; TF ops run
+outside the GIL, so a parallel map spreads over the cores.
+
+Example: "1 tf.data map(s) run sequentially (no num_parallel_calls)". Fix (through
+analyze/input_plan.py, once input wait is moderate): ``ds.map(fn,
+num_parallel_calls=tf.data.AUTOTUNE)``; not offered when every map is already parallel.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,12 @@
-"""``slow-source``: records read from files sequentially, uncached (lint)."""
+"""``slow-source`` (lint): records read from files one after another, uncached.
+
+Why it costs time: each read waits on the storage in turn; interleaving several files hides
+the latency and a cache skips it after the first epoch.
+
+Example: "TFRecordDataset read sequentially, not cached". Fix: ``ds.interleave(...,
+num_parallel_calls=AUTOTUNE)`` and ``ds.cache()``; not raised when either is on. The gain is a
+range (it depends on the storage), advised only above 2% input wait.
+"""
 
 from __future__ import annotations
 

@@ -1,7 +1,13 @@
-"""``small-batch``: a compute-bound device fed small batches. Each step pays a fixed cost
-(dispatch, Python, launches) and small kernels leave cores (or SMs) unused: a bigger batch
-amortises the first and fills the second. On a CPU-only run the host counters show how many
-of the cores the model kept busy."""
+"""``small-batch``: a compute-bound device fed small batches.
+
+Why it costs time: each step pays a fixed cost (dispatch, Python, launches) and small kernels
+leave cores (or SMs) unused: a bigger batch amortises the first and fills the second. On a
+CPU-only run the host counters show how many of the cores the model kept busy.
+
+Example: "Compute-bound at a small batch (8 samples)". Fix: a 4× bigger batch (with the
+learning rate scaled); not raised from 32 samples per replica, on several replicas
+(``small-model-multi-gpu`` speaks there) or on inference.
+"""
 
 from __future__ import annotations
 

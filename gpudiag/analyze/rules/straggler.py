@@ -1,8 +1,16 @@
-"""``straggler``: one rank (or device) consistently slower than the others. Pure.
+"""``straggler`` (run rule): one rank (or device) consistently slower than the others.
 
-In synchronous training every rank waits for the slowest at the all-reduce, so step times
-equalise; what differs is the *work* before the wait. We compare per-step work time
-(step time minus exposed sync) across ranks, step by step.
+Why it costs time: in synchronous training every rank waits for the slowest at the
+all-reduce, so step times equalise and the whole run goes at the straggler's pace; what
+differs is the *work* before the wait.
+
+Across ranks the rule takes who arrives last at the collectives (analyze/arrival.py, found by
+the facade); within one process it compares the replicas' per-step work time (step time less
+exposed sync), step by step.
+
+Example: "The other ranks wait for rank 3: 20% of their step (2.1 ms) in the collectives", or
+within a process "GPU 1 is consistently slower than the others (30%)". Fix: investigate it:
+its data shard, host load, thermal throttling, NIC/NVLink placement.
 
     f = find_straggler({"rank 0": [10.1, 10.0, 9.9], "rank 1": [13.0, 12.8, 13.1]})
 """
