@@ -16,6 +16,8 @@ stragglers. ``diagnose`` only calls the analyzers by name, in the order the repo
 
 from __future__ import annotations
 
+from typing import Any
+
 from gpudiag.analyze import rules
 from gpudiag.analyze.activity import activity_strips
 from gpudiag.analyze.breakdown import Breakdown, merge_breakdowns, row_dicts
@@ -45,36 +47,36 @@ def diagnose(timelines: list[Timeline], cpu_count: int | None = None) -> Diagnos
     ranks = read_ranks(timelines, cpu_count)
     labels = [r.label for r in ranks]
     parts = [r.breakdown for r in ranks]
-    analysed = any(b.steps_analyzed for b in parts)
     summaries = rank_summaries(ranks)
+    # findings: each rank's, merged; then those judged over all ranks
     findings = merge_findings([_findings_of(r) for r in ranks], labels)
     findings += rules.detect_run(RunEvidence(labels, parts, rank_waits(ranks, summaries)))
     shares = merge_breakdowns(parts)
     steps = step_stats(timelines, parts)
     verdict = _verdict(ranks, summaries, shares, findings)
     situation = Situation(
-        verdict.judged,
-        verdict.verdict,
-        ranks[0].config,
-        ranks[0].host,
-        {f.id: f for f in findings},
-        _median_ms(steps) if analysed else None,
+        shares=verdict.judged,
+        verdict=verdict.verdict,
+        config=ranks[0].config,
+        host=ranks[0].host,
+        findings={f.id: f for f in findings},
+        step_ms=_median_ms(steps),
     )
     return Diagnosis(
-        verdict.verdict,
-        verdict.confidence,
-        verdict.reason,
-        shares,
-        findings,
-        rules.advise(findings, situation),
-        summaries,
-        device_rows(ranks),
-        steps,
-        _first_rows(parts),
-        sorted({lim for tl in timelines for lim in tl.meta.limitations}),
-        sorted({tl.meta.source for tl in timelines if tl.meta.source}),
-        ", ".join(sorted({tl.meta.producer for tl in timelines})),
-        activity_strips(timelines, labels, [b.per_step for b in parts]) if analysed else [],
+        verdict=verdict.verdict,
+        confidence=verdict.confidence,
+        reason=verdict.reason,
+        breakdown=shares,
+        findings=findings,
+        suggestions=rules.advise(findings, situation),
+        ranks=summaries,
+        devices=device_rows(ranks),
+        steps=steps,
+        per_step=_first_rows(parts),
+        limitations=sorted({lim for tl in timelines for lim in tl.meta.limitations}),
+        sources=sorted({tl.meta.source for tl in timelines if tl.meta.source}),
+        producer=", ".join(sorted({tl.meta.producer for tl in timelines})),
+        activity=_activity(timelines, labels, parts),
         run=ranks[0].run.to_dict(),
     )
 
@@ -138,6 +140,15 @@ def _inconclusive_reason(ranks: list[RankView]) -> str | None:
 def _median_ms(steps: dict[str, object]) -> float | None:
     median_ms = steps.get("median_ms")
     return float(median_ms) if isinstance(median_ms, int | float) else None
+
+
+def _activity(
+    timelines: list[Timeline], labels: list[str], parts: list[Breakdown]
+) -> list[dict[str, Any]]:
+    """The strips the views draw; none when no step could be analysed."""
+    if not any(b.steps_analyzed for b in parts):
+        return []
+    return activity_strips(timelines, labels, [b.per_step for b in parts])
 
 
 def _first_rows(parts: list[Breakdown]) -> list[dict[str, float]]:
