@@ -16,15 +16,9 @@ from rich.console import Console
 from gpudiag.record.nvml import NvmlSession
 from gpudiag.record.nvml_replay import ReplayNvml
 from gpudiag.record.samplers import gpu_sampler, host_sampler
-from gpudiag.show.live import (
-    LiveState,
-    TrainingPanelSource,
-    TrainingStatus,
-    _Keys,
-    render,
-    run_live,
-    strip,
-)
+from gpudiag.show.live import LiveState, TrainingPanelSource, TrainingStatus, render, run_live
+from gpudiag.show.live.keys import Keys
+from gpudiag.show.live.widgets import strip
 
 FIXTURE = Path(__file__).parent / "data" / "nvml_h100_bursty.json"
 
@@ -178,7 +172,7 @@ def test_q_quits_and_terminal_is_restored(monkeypatch):
     before = termios.tcgetattr(slave)
     monkeypatch.setattr(sys, "stdin", tty_in)
     try:
-        with _Keys() as keys:
+        with Keys() as keys:
             assert termios.tcgetattr(slave)[3] != before[3]  # cbreak: lflags changed
             os.write(master, b"x")
             assert keys.wait(1.0) == "x"

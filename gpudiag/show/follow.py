@@ -19,7 +19,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from gpudiag.analyze import diagnose
-from gpudiag.show.live import TrainingStatus
+from gpudiag.show.training import TrainingStatus
 from gpudiag.trace.follow import TraceTail
 from gpudiag.trace.load import matching_paths
 
