@@ -25,7 +25,7 @@ and ``loop`` (``run_live``). ``render`` only reads the state (and the clock, for
 """
 
 from gpudiag.show.live.frame import render
-from gpudiag.show.live.loop import open_training_source, run_live
+from gpudiag.show.live.loop import run_live
 from gpudiag.show.live.state import LiveState
 from gpudiag.show.training import TrainingPanelSource, TrainingStatus
 
@@ -33,7 +33,6 @@ __all__ = [
     "LiveState",
     "TrainingPanelSource",
     "TrainingStatus",
-    "open_training_source",
     "render",
     "run_live",
 ]

@@ -29,14 +29,6 @@ from gpudiag.show.live.state import LiveState
 from gpudiag.show.training import TrainingPanelSource, TrainingStatus
 
 
-def open_training_source(path: str | Sequence[str]) -> TrainingPanelSource:
-    """``--follow TRACE``: the object that tails the trace at ``path`` (or the newest of
-    several paths or glob patterns)."""
-    from gpudiag.show.follow import TraceFollower
-
-    return TraceFollower(path)
-
-
 @contextlib.contextmanager
 def _samplers_for(state: LiveState, interval: float, nvml_lib: Any) -> Iterator[SamplerSet]:
     session = NvmlSession(lib=nvml_lib)
@@ -78,12 +70,13 @@ def run_live(
 ) -> int:
     """``gpudiag live``. Returns the exit status (0; 130 on Ctrl-C). ``once``: print one
     frame and return. ``duration``: stop after that many seconds (benchmarks).
-    ``training_source`` overrides ``open_training_source(follow)``."""
+    ``training_source`` feeds the training panel (the command line hands in a
+    ``TraceFollower``); ``follow`` names what it follows, for "waiting for …"."""
     console = console or Console()
     interval = max(0.1, float(interval))
     state = LiveState(interval=interval)
     state.follow = follow if follow is None or isinstance(follow, str) else " ".join(follow)
-    source = training_source or (open_training_source(follow) if follow else None)
+    source = training_source
     try:
         with _samplers_for(state, interval, nvml_lib) as sset:
             if once:
