@@ -434,14 +434,6 @@ def cmd_live(args: argparse.Namespace) -> int:
 
     if args.interval <= 0:
         return _fail("--interval must be positive")
-    from gpudiag.trace.load import matching_paths
-
-    for arg in args.follow or []:
-        if not matching_paths(arg):
-            return _fail(
-                f"{arg}: no file matches this pattern (give the trace's "
-                "name to wait for a run that has not started)"
-            )
     source = None
     if args.follow:
         from gpudiag.show.follow import TraceFollower, newest

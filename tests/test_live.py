@@ -147,6 +147,7 @@ def test_once_with_follow_source():
     )
     text = console.export_text()
     assert "sync-bound" in text and "3.00" in text and "GPU 0" in text
+    assert "q quits" not in text  # was: said so, though --once reads no key
     assert src.closed
     assert fake.calls["nvmlShutdown"] == 1
 
@@ -190,6 +191,7 @@ def test_q_quits_and_terminal_is_restored(monkeypatch):
         assert termios.tcgetattr(slave) == before
         out = console.file.getvalue()
         assert "\x1b[?1049h" in out and "\x1b[?1049l" in out  # alternate screen left
+        assert "q quits" in out
     finally:
         tty_in.close()
         os.close(master)

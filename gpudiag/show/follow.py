@@ -55,7 +55,8 @@ class TraceFollower:
             self.tail = TraceTail(current, window_s=self.window_s)
             self._last = None
         new = self.tail.poll()
-        if not new and self._last is not None:
+        # the closing "]" alone is news too: the run ended after the last events were read
+        if not new and self._last is not None and self._last.ended == self.tail.closed:
             return self._last
         tl = self.tail.timeline()
         if tl is None:
@@ -79,6 +80,7 @@ class TraceFollower:
         else:
             status.note = "profiler window not reached yet: " + d.reason
         if self.tail.closed:
+            status.ended = True
             status.note = "run ended; " + status.note
         if self.tail.bad_lines:
             status.note += f"; {self.tail.bad_lines} malformed line(s) skipped"

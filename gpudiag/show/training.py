@@ -28,6 +28,7 @@ class TrainingStatus:
     verdict: str | None = None
     confidence: float | None = None
     note: str = ""
+    ended: bool = False  # the run closed its trace: the figures are its last ones
 
 
 @runtime_checkable

@@ -59,8 +59,11 @@ def frame_lines(state: LiveState, width: int, detail: int) -> Lines:
     return out
 
 
-def render(state: LiveState, width: int, height: int | None = None) -> RenderableType:
+def render(
+    state: LiveState, width: int, height: int | None = None, *, keys: bool = False
+) -> RenderableType:
     """One frame for a ``width`` x ``height`` terminal (``height=None``: no limit).
+    ``keys``: key presses are read, so the header says how to quit.
 
     Detail drops until the frame fits: process rows and the time legend go first, then
     per-core bars become a one-character-per-core strip, then each GPU shrinks to one line.
@@ -73,7 +76,7 @@ def render(state: LiveState, width: int, height: int | None = None) -> Renderabl
     header = Text.assemble(
         ("gpudiag live", "bold"),
         f"  {state.hostname}  {time.strftime('%H:%M:%S')}  every {state.interval:g} s",
-        ("   q quits" if width >= 70 else "", "dim"),
+        ("   q quits" if keys and width >= 70 else "", "dim"),
     )
     footer: Lines = []
     if state.errors:

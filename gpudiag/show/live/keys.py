@@ -49,6 +49,11 @@ class Keys:
                 termios.tcsetattr(self._fd, termios.TCSADRAIN, self._old)
             self._fd = None
 
+    @property
+    def active(self) -> bool:
+        """Whether key presses are read (a TTY on stdin): only then does ``q`` quit."""
+        return self._fd is not None
+
     def wait(self, timeout: float) -> str:
         """Keys pressed within ``timeout`` s ("" if none)."""
         if self._fd is None:

@@ -124,7 +124,7 @@ def _loop(
                 _poll(source, state)
                 state.errors = sset.errors
                 w, h = console.size
-                live.update(render(state, w, h), refresh=True)
+                live.update(render(state, w, h, keys=keys.active), refresh=True)
                 next_t += interval
                 now = time.monotonic()
                 if t_end is not None and now >= t_end:

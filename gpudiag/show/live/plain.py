@@ -76,12 +76,16 @@ def plain_line(state: LiveState, why: bool = False) -> str:
             f"mem {pct(h.mem_used_pct)}"
         )
     t = state.training
-    if t is not None:
+    if t is not None and t.steps_per_s is None and not t.verdict and t.note:
+        parts.append(f"training: {t.note}")  # e.g. waiting for the trace to appear
+    elif t is not None:
         rate = "—" if t.steps_per_s is None else f"{t.steps_per_s:.1f} steps/s"
         step = "" if t.step_time_ms is None else f", step {t.step_time_ms:.1f} ms"
         inp = "" if t.input_share is None else f", input {100 * t.input_share:.0f}%"
         sync = "" if t.sync_share is None else f", sync {100 * t.sync_share:.0f}%"
         verdict = "" if not t.verdict else f", {t.verdict}"
         conf = "" if t.confidence is None or not t.verdict else f" ({t.confidence:.2f})"
-        parts.append(f"training {rate}{step}{inp}{sync}{verdict}{conf}")
+        # after the run, its last figures stay: say they are not a running job's
+        head = "training ended; last" if t.ended else "training"
+        parts.append(f"{head} {rate}{step}{inp}{sync}{verdict}{conf}")
     return clean("  |  ".join(parts))

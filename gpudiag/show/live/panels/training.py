@@ -16,6 +16,8 @@ VERDICT_STYLES = {"compute-bound": "green", "data-starved": "red", "sync-bound":
 def training_panel(state: LiveState, width: int) -> Lines:
     title = Text("Training", style="bold")
     s = state.training
+    if s is not None and s.ended:
+        title.append(" (run ended)", style="bold yellow")
     if s is None:
         waiting = f"waiting for {state.follow or 'a training trace'}"
         return box(title, wrap(waiting, width - 4, "dim"), width)
