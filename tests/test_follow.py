@@ -231,3 +231,28 @@ def test_follower_sees_the_end_when_only_the_closing_bracket_is_new(tmp_path):
     ended = follower.poll()
     assert ended.ended and ended.note.startswith("run ended")
     assert "Training (run ended)" in _frame(ended)
+
+
+def test_a_run_that_stopped_writing_without_closing_is_called_silent(tmp_path):
+    """A killed run never writes its closing bracket: after a minute without a byte the
+    figures are said to be the last ones, not a running job's."""
+    from gpudiag.show.live.plain import plain_line
+
+    path = tmp_path / "t.json"
+    w = TraceWriter(str(path), Metadata(producer="gpudiag"), flush_every=0.0)
+    for i in range(4):
+        w.step(i, i * 1000.0, i * 1000.0 + 1000.0)
+    follower = TraceFollower(str(path))
+    assert follower.poll().silent_s is None  # just written: a live run
+    old = time.time() - 120
+    os.utime(path, (old, old))
+    status = follower.poll()
+    assert status.silent_s is not None and 119 <= status.silent_s < 200
+    assert not status.ended and "may have stopped" in status.note
+    state = LiveState()
+    state.training = status
+    assert re.search(r"training silent for 1\d\d s; last [\d.]+ steps/s", plain_line(state))
+    assert "Training (silent for 1" in _frame(status)
+    w.step(4, 4000.0, 5000.0)  # it writes again
+    assert follower.poll().silent_s is None
+    w.close()

@@ -11,9 +11,11 @@ newest matching file is followed, and a newer one (the next run) replaces it.
 
 from __future__ import annotations
 
+import dataclasses
 import glob
 import os
 import stat
+import time
 from collections.abc import Sequence
 
 import numpy as np
@@ -22,6 +24,10 @@ from gpudiag.analyze import diagnose
 from gpudiag.show.training import TrainingStatus
 from gpudiag.trace.follow import TraceTail
 from gpudiag.trace.load import matching_paths
+
+# A live run's trace grows at least every AGG_S (10 s: the samplers' counter means) plus the
+# writer's flush interval (2 s); a minute without a byte is five times that.
+SILENT_S = 60.0
 
 
 def newest(patterns: Sequence[str]) -> str | None:
@@ -54,6 +60,15 @@ class TraceFollower:
         if current != self.tail.path:  # a newer run started
             self.tail = TraceTail(current, window_s=self.window_s)
             self._last = None
+        status = self._status(current)
+        silent = None if self.tail.closed else _silent_s(current)
+        if silent is None or status.verdict is None:
+            return status
+        # no closing bracket, yet nothing written for a long while: killed, or hung
+        note = f"no new data for {silent:.0f} s: the run may have stopped; {status.note}"
+        return dataclasses.replace(status, silent_s=silent, note=note)
+
+    def _status(self, current: str) -> TrainingStatus:
         new = self.tail.poll()
         # the closing "]" alone is news too: the run ended after the last events were read
         if not new and self._last is not None and self._last.ended == self.tail.closed:
@@ -91,3 +106,13 @@ class TraceFollower:
 
     def close(self) -> None:
         pass
+
+
+def _silent_s(path: str) -> float | None:
+    """Seconds since ``path`` last grew, when that is longer than a live run ever stays
+    silent; else None."""
+    try:
+        quiet = time.time() - os.stat(path).st_mtime
+    except OSError:
+        return None
+    return quiet if quiet > SILENT_S else None

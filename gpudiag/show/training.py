@@ -29,6 +29,7 @@ class TrainingStatus:
     confidence: float | None = None
     note: str = ""
     ended: bool = False  # the run closed its trace: the figures are its last ones
+    silent_s: float | None = None  # not closed, yet its trace has not grown for this long
 
 
 @runtime_checkable

@@ -87,5 +87,7 @@ def plain_line(state: LiveState, why: bool = False) -> str:
         conf = "" if t.confidence is None or not t.verdict else f" ({t.confidence:.2f})"
         # after the run, its last figures stay: say they are not a running job's
         head = "training ended; last" if t.ended else "training"
+        if t.silent_s is not None:
+            head = f"training silent for {t.silent_s:.0f} s; last"
         parts.append(f"{head} {rate}{step}{inp}{sync}{verdict}{conf}")
     return clean("  |  ".join(parts))

@@ -18,6 +18,8 @@ def training_panel(state: LiveState, width: int) -> Lines:
     s = state.training
     if s is not None and s.ended:
         title.append(" (run ended)", style="bold yellow")
+    elif s is not None and s.silent_s is not None:
+        title.append(f" (silent for {s.silent_s:.0f} s)", style="bold yellow")
     if s is None:
         waiting = f"waiting for {state.follow or 'a training trace'}"
         return box(title, wrap(waiting, width - 4, "dim"), width)
