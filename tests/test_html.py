@@ -173,3 +173,13 @@ def test_without_ipython_nothing_is_registered_or_imported():
     assert r.stdout.strip() == "False", r.stderr[-2000:]
     if "IPython" not in sys.modules:
         assert register() is False  # no shell: nothing to register with
+
+
+def test_a_shell_without_ipython_formatters_is_left_alone():
+    """``import gpudiag`` must not fail in a shell that merely resembles IPython's."""
+    from types import SimpleNamespace
+
+    from gpudiag.show.notebook import register
+
+    assert register(SimpleNamespace(display_formatter=SimpleNamespace())) is False
+    assert register(SimpleNamespace(display_formatter=SimpleNamespace(formatters={}))) is False

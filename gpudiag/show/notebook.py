@@ -36,6 +36,9 @@ def register(shell: Any = None) -> bool:
         shell = get_ipython() if get_ipython is not None else None
     if shell is None:
         return False
-    formatter = shell.display_formatter.formatters["text/html"]
-    formatter.for_type_by_name(*DIAGNOSIS, html_fragment)
+    try:
+        formatter = shell.display_formatter.formatters["text/html"]
+        formatter.for_type_by_name(*DIAGNOSIS, html_fragment)
+    except (AttributeError, KeyError, TypeError):  # a shell of another make: plain repr
+        return False
     return True
