@@ -8,9 +8,15 @@ Heavy imports (TensorFlow, Keras, xprof) happen only inside the functions that n
 
 from __future__ import annotations
 
+import sys
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
+
+if "IPython" in sys.modules:  # a notebook or IPython shell: a Diagnosis shows as the report
+    from gpudiag.show.notebook import register
+
+    register()
 
 if TYPE_CHECKING:
     from gpudiag.analyze.diagnosis import Diagnosis

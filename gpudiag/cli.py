@@ -434,23 +434,19 @@ def cmd_live(args: argparse.Namespace) -> int:
 
     if args.interval <= 0:
         return _fail("--interval must be positive")
-    from gpudiag.trace.load import matching_paths
-
-    for arg in args.follow or []:
-        if not matching_paths(arg):
-            return _fail(
-                f"{arg}: no file matches this pattern (give the trace's "
-                "name to wait for a run that has not started)"
-            )
+    source = None
     if args.follow:
-        from gpudiag.show.follow import newest
+        from gpudiag.show.follow import TraceFollower, newest
 
         current = newest(args.follow)  # the run followed first (a newer one replaces it)
         for path in [current] if current else args.follow:
             problem = _follow_problem(path)
             if problem:
                 return _fail(f"{path}: {problem}")
-    return run_live(interval=args.interval, once=args.once, follow=args.follow)
+        source = TraceFollower(args.follow)
+    return run_live(
+        interval=args.interval, once=args.once, follow=args.follow, training_source=source
+    )
 
 
 def cmd_demo(args: argparse.Namespace) -> int:

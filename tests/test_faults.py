@@ -465,7 +465,7 @@ def test_narrow_terminal_still_shows_the_verdict(columns, monkeypatch, capsys):
     state.gpu_reason = "none"
     state.training = TrainingStatus(verdict="data-starved", confidence=0.8)
     buf = io.StringIO()
-    from gpudiag.show.live import _print_frame
+    from gpudiag.show.live.loop import _print_frame
 
     _print_frame(Console(width=int(columns), file=buf), state)
     assert buf.getvalue().startswith("verdict data-starved")

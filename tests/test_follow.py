@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import os
+import queue
+import re
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -155,3 +158,101 @@ def test_live_once_with_follow_prints_the_training_panel(tmp_path):
     assert r.returncode == 0, r.stderr
     assert "Training" in r.stdout and "data-starved" in r.stdout
     assert "No NVIDIA GPU visible" in r.stdout
+
+
+def _lines(proc: subprocess.Popen[str]) -> queue.Queue[str]:
+    """The process's stdout, line by line, readable with a timeout."""
+    out: queue.Queue[str] = queue.Queue()
+
+    def pump() -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            out.put(line)
+
+    threading.Thread(target=pump, daemon=True).start()
+    return out
+
+
+def _wait_for(lines: queue.Queue[str], predicate, seconds: float = 30.0) -> str:
+    deadline = time.monotonic() + seconds
+    seen = []
+    while time.monotonic() < deadline:
+        try:
+            line = lines.get(timeout=max(0.0, deadline - time.monotonic()))
+        except queue.Empty:
+            break
+        seen.append(line)
+        if predicate(line):
+            return line
+    raise AssertionError(f"no such line in {seen[-5:]}")
+
+
+def test_piped_follow_waits_for_the_first_match_and_says_when_the_run_ended(tmp_path):
+    """Was: a pattern matching nothing yet (started before training) exited 2; once the run
+    had ended, the piped lines went on with "training 27.7 steps/s" as if it still ran."""
+    pattern = str(tmp_path / "gpudiag-trace-*.json")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gpudiag", "live", "--interval", "0.2", "--follow", pattern],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        lines = _lines(proc)
+        first = _wait_for(lines, lambda ln: "training" in ln)
+        assert "training: waiting for" in first and "gpudiag-trace-*.json" in first
+        one = periodic(steps=1, input_frac=0.4, compute_frac=0.5)
+        w = TraceWriter(str(tmp_path / "gpudiag-trace-0001.json"), Metadata(), flush_every=0.0)
+        for i in range(6):
+            w.step(i, i * 1000.0, i * 1000.0 + 1000.0, profiled=True)
+            w.timeline(one, shift_us=i * 1000.0)
+        running = _wait_for(lines, lambda ln: "steps/s" in ln)
+        assert "ended" not in running and "data-starved" in running
+        w.close()
+        ended = _wait_for(lines, lambda ln: "ended" in ln)
+        assert re.search(r"training ended; last [\d.]+ steps/s, step [\d.]+ ms", ended), ended
+    finally:
+        proc.terminate()
+        _, err = proc.communicate(timeout=30)
+    assert "Traceback" not in err
+
+
+def test_follower_sees_the_end_when_only_the_closing_bracket_is_new(tmp_path):
+    """Was: events read before the writer closed, then "]" alone: the cached "running"
+    status was shown for ever."""
+    path = tmp_path / "t.json"
+    w = TraceWriter(str(path), Metadata(producer="gpudiag"), flush_every=0.0)
+    for i in range(4):
+        w.step(i, i * 1000.0, i * 1000.0 + 1000.0)
+    follower = TraceFollower(str(path))
+    running = follower.poll()
+    assert running.steps_per_s is not None and not running.ended
+    w.close()
+    ended = follower.poll()
+    assert ended.ended and ended.note.startswith("run ended")
+    assert "Training (run ended)" in _frame(ended)
+
+
+def test_a_run_that_stopped_writing_without_closing_is_called_silent(tmp_path):
+    """A killed run never writes its closing bracket: after a minute without a byte the
+    figures are said to be the last ones, not a running job's."""
+    from gpudiag.show.live.plain import plain_line
+
+    path = tmp_path / "t.json"
+    w = TraceWriter(str(path), Metadata(producer="gpudiag"), flush_every=0.0)
+    for i in range(4):
+        w.step(i, i * 1000.0, i * 1000.0 + 1000.0)
+    follower = TraceFollower(str(path))
+    assert follower.poll().silent_s is None  # just written: a live run
+    old = time.time() - 120
+    os.utime(path, (old, old))
+    status = follower.poll()
+    assert status.silent_s is not None and 119 <= status.silent_s < 200
+    assert not status.ended and "may have stopped" in status.note
+    state = LiveState()
+    state.training = status
+    assert re.search(r"training silent for 1\d\d s; last [\d.]+ steps/s", plain_line(state))
+    assert "Training (silent for 1" in _frame(status)
+    w.step(4, 4000.0, 5000.0)  # it writes again
+    assert follower.poll().silent_s is None
+    w.close()

@@ -3,6 +3,7 @@ nothing, shows the verdict, every rank, and no input string can inject markup or
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -13,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from gpudiag.analyze import diagnose
-from gpudiag.analyze.diagnosis import Diagnosis, Finding, RankSummary, Suggestion
+from gpudiag.analyze.diagnosis import Finding, Suggestion
 from gpudiag.show.html import render_html
 from tests.conftest import SAMPLES
 from tests.synth import periodic
@@ -134,14 +135,51 @@ def test_every_rank_is_shown():
     assert "Breakdown per rank (40)" in page
 
 
-def test_repr_html_is_a_fragment_with_the_verdict():
-    d = Diagnosis(
-        "sync-bound",
-        0.7,
-        "exposed sync 30%",
-        {"input": 0.0, "transfer": 0.0, "compute": 0.6, "sync": 0.3, "other": 0.1},
-        ranks=[RankSummary("run", "sync-bound", {}, 0, 0.0)],
+NOTEBOOK = """
+import json, sys
+from IPython.core.interactiveshell import InteractiveShell
+shell = InteractiveShell.instance()  # what a Jupyter kernel has running before any cell
+import gpudiag
+from gpudiag.analyze.diagnosis import Diagnosis, RankSummary
+d = Diagnosis(
+    "sync-bound", 0.7, "exposed sync 30%",
+    {"input": 0.0, "transfer": 0.0, "compute": 0.6, "sync": 0.3, "other": 0.1},
+    ranks=[RankSummary("run", "sync-bound", {}, 0, 0.0)],
+)
+data, _ = shell.display_formatter.format(d)
+print(json.dumps(data))
+"""
+
+
+def test_notebook_shows_a_diagnosis_as_the_report():
+    """IPython's own display formatter, in a shell started before ``import gpudiag``."""
+    pytest.importorskip("IPython")
+    r = subprocess.run(
+        [sys.executable, "-c", NOTEBOOK], capture_output=True, text=True, timeout=120
     )
-    frag = d._repr_html_()
+    assert r.returncode == 0, r.stderr[-2000:]
+    data = json.loads(r.stdout.splitlines()[-1])
+    frag = data["text/html"]
     assert frag.startswith('<div class="gpudiag-report">') and "<html" not in frag
-    assert "SYNC-BOUND" in frag
+    assert "SYNC-BOUND" in frag and "exposed sync 30%" in frag
+    assert "text/plain" in data
+
+
+def test_without_ipython_nothing_is_registered_or_imported():
+    from gpudiag.show.notebook import register
+
+    code = "import sys, gpudiag.analyze; print('IPython' in sys.modules)"
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert r.stdout.strip() == "False", r.stderr[-2000:]
+    if "IPython" not in sys.modules:
+        assert register() is False  # no shell: nothing to register with
+
+
+def test_a_shell_without_ipython_formatters_is_left_alone():
+    """``import gpudiag`` must not fail in a shell that merely resembles IPython's."""
+    from types import SimpleNamespace
+
+    from gpudiag.show.notebook import register
+
+    assert register(SimpleNamespace(display_formatter=SimpleNamespace())) is False
+    assert register(SimpleNamespace(display_formatter=SimpleNamespace(formatters={}))) is False

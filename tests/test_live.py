@@ -5,6 +5,9 @@ from __future__ import annotations
 import io
 import os
 import re
+import shlex
+import shutil
+import subprocess
 import sys
 import threading
 import time
@@ -16,15 +19,10 @@ from rich.console import Console
 from gpudiag.record.nvml import NvmlSession
 from gpudiag.record.nvml_replay import ReplayNvml
 from gpudiag.record.samplers import gpu_sampler, host_sampler
-from gpudiag.show.live import (
-    LiveState,
-    TrainingPanelSource,
-    TrainingStatus,
-    _Keys,
-    render,
-    run_live,
-    strip,
-)
+from gpudiag.show.live import LiveState, TrainingPanelSource, TrainingStatus, render, run_live
+from gpudiag.show.live.keys import Keys
+from gpudiag.show.live.widgets import strip
+from tests.conftest import REPO
 
 FIXTURE = Path(__file__).parent / "data" / "nvml_h100_bursty.json"
 
@@ -153,6 +151,7 @@ def test_once_with_follow_source():
     )
     text = console.export_text()
     assert "sync-bound" in text and "3.00" in text and "GPU 0" in text
+    assert "q quits" not in text  # was: said so, though --once reads no key
     assert src.closed
     assert fake.calls["nvmlShutdown"] == 1
 
@@ -178,7 +177,7 @@ def test_q_quits_and_terminal_is_restored(monkeypatch):
     before = termios.tcgetattr(slave)
     monkeypatch.setattr(sys, "stdin", tty_in)
     try:
-        with _Keys() as keys:
+        with Keys() as keys:
             assert termios.tcgetattr(slave)[3] != before[3]  # cbreak: lflags changed
             os.write(master, b"x")
             assert keys.wait(1.0) == "x"
@@ -196,6 +195,59 @@ def test_q_quits_and_terminal_is_restored(monkeypatch):
         assert termios.tcgetattr(slave) == before
         out = console.file.getvalue()
         assert "\x1b[?1049h" in out and "\x1b[?1049l" in out  # alternate screen left
+        assert "q quits" in out
     finally:
         tty_in.close()
         os.close(master)
+
+
+def _pane(sock: str) -> str:
+    r = subprocess.run(
+        ["tmux", "-L", sock, "capture-pane", "-p", "-t", "live"], capture_output=True, text=True
+    )
+    return r.stdout
+
+
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="needs tmux (a real terminal)")
+def test_follow_in_a_real_80x24_terminal(tmp_path):
+    """The monitor in tmux at 80x24: every panel line ends at the right edge (nothing
+    wrapped), the verdict is on screen, and q quits with status 0."""
+    from gpudiag.record.writer import TraceWriter
+    from gpudiag.trace.timeline import Metadata
+    from tests.synth import periodic
+
+    trace = tmp_path / "run.json"
+    # named as a MirroredStrategy run on CPUs names its devices
+    one = periodic(steps=1, input_frac=0.4, compute_frac=0.5, device="CPU replica 0")
+    with TraceWriter(str(trace), Metadata(producer="gpudiag")) as w:
+        for i in range(6):
+            w.step(i, i * 1000.0, i * 1000.0 + 1000.0, profiled=True)
+            w.timeline(one, shift_us=i * 1000.0)
+    rc = tmp_path / "rc"
+    cmd = (
+        f"{shlex.quote(sys.executable)} -m gpudiag live --interval 0.3 "
+        f"--follow {shlex.quote(str(trace))}; echo $? > {shlex.quote(str(rc))}"
+    )
+    sock = f"gpudiag-test-{os.getpid()}"
+    env = {**os.environ, "PYTHONPATH": str(REPO), "TERM": "xterm-256color"}
+    tmux = ["tmux", "-L", sock, "-f", "/dev/null"]
+    subprocess.run(
+        [*tmux, "new-session", "-d", "-s", "live", "-x", "80", "-y", "24", cmd], check=True, env=env
+    )
+    try:
+        deadline = time.monotonic() + 60
+        pane = ""
+        while "data-starved" not in pane and time.monotonic() < deadline:
+            time.sleep(0.3)
+            pane = _pane(sock)
+        assert "data-starved" in pane, pane
+        lines = [ln for ln in pane.splitlines() if ln.strip()]
+        assert len(lines) <= 24 and "q quits" in lines[0]
+        for ln in lines[1:]:
+            assert ln[0] in "╭│╰" and len(ln) == 80 and ln[-1] in "╮│╯", ln
+        subprocess.run(["tmux", "-L", sock, "send-keys", "-t", "live", "q"], check=True)
+        while not rc.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert rc.read_text().strip() == "0"
+    finally:
+        subprocess.run(["tmux", "-L", sock, "kill-server"], capture_output=True)

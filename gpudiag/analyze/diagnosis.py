@@ -132,9 +132,3 @@ class Diagnosis:
             "activity": self.activity,
             "run": self.run,
         }
-
-    def _repr_html_(self) -> str:
-        """Jupyter shows the same page as ``gpudiag analyze --html``."""
-        from gpudiag.show.html import render_html
-
-        return render_html(self, fragment=True)

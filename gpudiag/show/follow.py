@@ -11,17 +11,23 @@ newest matching file is followed, and a newer one (the next run) replaces it.
 
 from __future__ import annotations
 
+import dataclasses
 import glob
 import os
 import stat
+import time
 from collections.abc import Sequence
 
 import numpy as np
 
 from gpudiag.analyze import diagnose
-from gpudiag.show.live import TrainingStatus
+from gpudiag.show.training import TrainingStatus
 from gpudiag.trace.follow import TraceTail
 from gpudiag.trace.load import matching_paths
+
+# A live run's trace grows at least every AGG_S (10 s: the samplers' counter means) plus the
+# writer's flush interval (2 s); a minute without a byte is five times that.
+SILENT_S = 60.0
 
 
 def newest(patterns: Sequence[str]) -> str | None:
@@ -54,8 +60,18 @@ class TraceFollower:
         if current != self.tail.path:  # a newer run started
             self.tail = TraceTail(current, window_s=self.window_s)
             self._last = None
+        status = self._status(current)
+        silent = None if self.tail.closed else _silent_s(current)
+        if silent is None or status.verdict is None:
+            return status
+        # no closing bracket, yet nothing written for a long while: killed, or hung
+        note = f"no new data for {silent:.0f} s: the run may have stopped; {status.note}"
+        return dataclasses.replace(status, silent_s=silent, note=note)
+
+    def _status(self, current: str) -> TrainingStatus:
         new = self.tail.poll()
-        if not new and self._last is not None:
+        # the closing "]" alone is news too: the run ended after the last events were read
+        if not new and self._last is not None and self._last.ended == self.tail.closed:
             return self._last
         tl = self.tail.timeline()
         if tl is None:
@@ -79,6 +95,7 @@ class TraceFollower:
         else:
             status.note = "profiler window not reached yet: " + d.reason
         if self.tail.closed:
+            status.ended = True
             status.note = "run ended; " + status.note
         if self.tail.bad_lines:
             status.note += f"; {self.tail.bad_lines} malformed line(s) skipped"
@@ -89,3 +106,13 @@ class TraceFollower:
 
     def close(self) -> None:
         pass
+
+
+def _silent_s(path: str) -> float | None:
+    """Seconds since ``path`` last grew, when that is longer than a live run ever stays
+    silent; else None."""
+    try:
+        quiet = time.time() - os.stat(path).st_mtime
+    except OSError:
+        return None
+    return quiet if quiet > SILENT_S else None
