@@ -34,6 +34,7 @@ from gpudiag.record.lint import InputFacts, describe_input, run_config
 from gpudiag.record.profiler import ProfilerWindow, WindowSchedule
 from gpudiag.record.ranks import CallTimer, RankInfo, default_trace_template, discover
 from gpudiag.record.samplers import SamplerSet
+from gpudiag.record.window_facts import WindowFacts, default_gpus, nvml_indices
 from gpudiag.record.writer import TraceWriter, claim_path
 from gpudiag.trace.runconfig import RunConfig
 from gpudiag.trace.timeline import Metadata, RecordedFinding
@@ -129,6 +130,7 @@ class DiagnoseCallback(keras.callbacks.Callback):
         self.diagnosis: Any = None
         self.lint_findings: list[RecordedFinding] = []
         self.config = RunConfig()  # what the run already does; recorded in the trace header
+        self._window_facts = WindowFacts()  # kernel time and copied bytes, all windows
         self.overhead: dict[str, float] = {}
         self._lock = threading.RLock()
         self._printed_lints: set[str] = set()
@@ -284,6 +286,8 @@ class DiagnoseCallback(keras.callbacks.Callback):
         backend = keras.backend.backend()
         replicas, devices = self._replicas(self.model)
         facts, params = self._run_lints(self.model, replicas)
+        trained = devices or default_gpus(backend)
+        self.config.train_gpus = nvml_indices(trained, os.environ.get("CUDA_VISIBLE_DEVICES"))
         info = self.rank_info = discover(self.model, backend)
         self.trace_path = self._claim_trace_path(info)
         extra: dict[str, Any] = {
@@ -554,6 +558,8 @@ class DiagnoseCallback(keras.callbacks.Callback):
             if tl.meta.limitations:  # what the profile itself could not show
                 writer.update_meta(limitations=tl.meta.limitations)
             writer.timeline(tl)
+            self._window_facts.add(tl)
+            writer.update_meta(extra=self._window_facts.extra())
             writer.window(float(tl.steps.start.min()), float(tl.steps.end.max()), "profiler window")
         elif window.problem:
             writer.update_meta(limitations=[window.problem])

@@ -43,6 +43,7 @@ class InputFacts:
     workers: int | None = None
     use_multiprocessing: bool | None = None
     auto_prefetch: bool | None = None  # TF injects a root prefetch / Keras prefetches for us
+    sample_bytes: int | None = None  # one element (features and labels) as copied to the GPU
 
     def to_dict(self) -> dict[str, Any]:
         return {k: v for k, v in self.__dict__.items() if v not in (None, [], False, 0)}
@@ -82,6 +83,35 @@ def _auto_prefetch(ds: Any) -> bool | None:
         return None
 
 
+def element_bytes(spec: Any, batched: bool) -> int | None:
+    """Bytes of one sample of a dataset's ``element_spec`` (nested tuples, lists, dicts of
+    TensorSpecs; the batch dimension left out when ``batched``). None when a dimension is
+    unknown (ragged or variable-size elements) or a spec has no fixed-size dtype."""
+    if isinstance(spec, dict):
+        parts = list(spec.values())
+    elif isinstance(spec, tuple | list):
+        parts = list(spec)
+    else:
+        try:
+            dims = list(spec.shape)[1 if batched else 0 :]
+            size = int(spec.dtype.size)
+        except (AttributeError, TypeError, ValueError):
+            return None
+        if any(d is None for d in dims) or size <= 0:
+            return None
+        n = size
+        for d in dims:
+            n *= int(d)
+        return n
+    total = 0
+    for part in parts:
+        b = element_bytes(part, batched)
+        if b is None:
+            return None
+        total += b
+    return total
+
+
 def describe_tf_dataset(ds: Any) -> InputFacts:
     facts = InputFacts(kind="tf.data")
     node = ds
@@ -114,6 +144,7 @@ def describe_tf_dataset(ds: Any) -> InputFacts:
         node = getattr(node, "_input_dataset", None)
         depth += 1
     facts.auto_prefetch = _auto_prefetch(ds)
+    facts.sample_bytes = element_bytes(ds.element_spec, batched=facts.batch_size is not None)
     ops = _graph_ops(ds)
     if ops & {"GeneratorDataset", "PyFunc", "EagerPyFunc", "PyFuncStateless"}:
         facts.python_source = True
@@ -212,6 +243,7 @@ def run_config(
         replicas=replicas,
         cores=available_cores(),
         global_batch=facts.batch_size or batch_size,
+        sample_bytes=facts.sample_bytes,
         samples=facts.samples,
         drop_remainder=facts.drop_remainder,
         file_source=facts.file_source,

@@ -25,6 +25,7 @@ timestamp (wall-clock µs), so a 0.5 s read interval still resolves gaps of ~1/6
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -69,10 +70,18 @@ def gpu_samples(snaps: Iterable[GpuSnapshot]) -> list[Sample]:
             ("pcie_tx", s.pcie_tx_mbs),
             ("gpu_power", s.power_w),
             ("gpu_clock_sm", s.clock_sm_mhz),
+            ("gpu_mem_process", own_mib(s, os.getpid())),
         ):
             if value is not None:
                 out.append((name, src, ts, float(value)))
     return out
+
+
+def own_mib(s: GpuSnapshot, pid: int) -> float | None:
+    """MiB process ``pid`` holds on the GPU; None where NVML does not list it (it holds no
+    context there, or NVML sees another pid namespace) or cannot tell its memory."""
+    mine = [p.used_mib for p in s.processes or () if p.pid == pid]
+    return mine[0] if mine else None
 
 
 def host_samples(s: HostSnapshot) -> list[Sample]:

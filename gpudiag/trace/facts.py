@@ -9,6 +9,7 @@ they run on Tensor Cores (``sm90_xmma``, ``hmma``, ``wgmma``, CUTLASS ``tensorop
     facts = RunFacts()
     facts.kernel(name, dur_us)          # for every device kernel
     facts.host_op(name)                 # for every host (CPU) op
+    facts.h2d(device, args)             # for every host-to-device copy (its size)
     facts.apply(tl)                     # -> tl.meta.extra["precision"], ["workload"], ...
 """
 
@@ -33,6 +34,18 @@ TENSOR_CORE_RE = re.compile(
     r"_tc_|tensor_core|cutlass.*sm(?:75|8\d|9\d|1\d\d)|flash|fmha|e4m3|e5m2",
     re.IGNORECASE,
 )
+# Layout conversions around convolutions (NHWC <-> NCHW), one table for every producer:
+# TensorFlow's transpose functors (its layout optimizer and conv ops convert Keras's
+# channels-last tensors for cuDNN's float32 NCHW kernels), cuBLAS's transpose in FFT and
+# GEMM convolutions, cuDNN's own conversions, MIOpen's batched transposes (ROCm).
+LAYOUT_TRANSPOSE_RE = re.compile(
+    r"ShuffleInTensor3|SwapDimension[0-2]And[0-2]InTensor3|transpose_readWrite_alignment_kernel|"
+    r"nchwToNhwcKernel|nhwcToNchwKernel|batched_transpose_\d+x\d+_(?:dword|half|byte)|"
+    r"transpose_(?:NCHW2CNHW|CNHW2NCHW|NCHW2NHWC|NHWC2NCHW)"
+)
+# TensorFlow's transpose functors also run the user's own tf.transpose (attention heads): an
+# op of these types is a layout conversion only when the layout optimizer inserted it
+USER_TRANSPOSE_OPS = (":Transpose", ":ConjugateTranspose")
 # kernels a compiler generated: TorchInductor's Triton kernels, XLA's fusions
 COMPILED_RE = re.compile(
     r"^triton_(?:poi|red|per|tem|mm|bmm)_|^(?:loop|input)_\w*fusion|^fusion(?:[._]\d+)?$"
@@ -103,6 +116,24 @@ def xla_precision(long_name: str) -> str | None:
     return "fp8" if t.startswith("f8") else XLA_DTYPES.get(t, "fp32")
 
 
+# TensorFlow's memcpy_details stat: "size:4096 dest:0 async:1"
+MEMCPY_SIZE_RE = re.compile(r"(?:^|\s)size:(\d+)")
+MAX_COPY_DEVICES = 1024  # devices whose copied bytes are kept
+MAX_COPY_BYTES = float(1 << 50)  # a larger (or infinite) size is not one copy: ignored
+
+
+def copy_bytes(args: object) -> int | None:
+    """Bytes of one copy event: Kineto's ``bytes``, TensorFlow's ``memcpy_details``."""
+    if not isinstance(args, dict):
+        return None
+    n = args.get("bytes")
+    if isinstance(n, int | float) and not isinstance(n, bool) and 0 <= n < MAX_COPY_BYTES:
+        return int(n)
+    details = args.get("memcpy_details")
+    m = MEMCPY_SIZE_RE.search(details) if isinstance(details, str) else None
+    return int(m.group(1)) if m and len(m.group(1)) < 16 else None
+
+
 def kernel_precision(name: str) -> str | None:
     for label, pattern in PRECISION_TABLE:
         if pattern.search(name):
@@ -110,20 +141,28 @@ def kernel_precision(name: str) -> str | None:
     return None
 
 
+def _user_transpose(op: object) -> bool:
+    return isinstance(op, str) and op.endswith(USER_TRANSPOSE_OPS) and "LayoutOptimizer" not in op
+
+
 @dataclass
 class RunFacts:
-    kernel_us: float = 0.0
+    kernel_us: float = 0.0  # device kernels, summed (two streams at once count twice)
     precision_us: dict[str, float] = field(default_factory=dict)
     tensor_core_us: float = 0.0
     compiled_us: float = 0.0
+    layout_us: float = 0.0  # in LAYOUT_TRANSPOSE_RE kernels
     host_ops: int = 0
     training_evidence: str = ""
     scopes_seen: bool = False  # framework op scopes (tf_op) were present to search
     comm_us: dict[str, float] = field(default_factory=dict)
-    _kernel_cache: dict[str, tuple[str | None, bool, bool]] = field(default_factory=dict)
+    h2d_bytes: dict[str, int] = field(default_factory=dict)  # device -> host-to-device bytes
+    _kernel_cache: dict[str, tuple[str | None, bool, bool, bool]] = field(default_factory=dict)
     _host_cache: dict[str, bool] = field(default_factory=dict)
 
-    def kernel(self, name: str, dur_us: float, long_name: str = "") -> None:
+    def kernel(self, name: str, dur_us: float, long_name: str = "", op: object = None) -> None:
+        """A device kernel; ``op`` is the framework op that launched it ("name:Type") when
+        the trace says."""
         cached = self._kernel_cache.get(name)
         if cached is None:
             label = kernel_precision(name) or (xla_precision(long_name) if long_name else None)
@@ -131,6 +170,7 @@ class RunFacts:
                 label,
                 TENSOR_CORE_RE.search(name) is not None,
                 COMPILED_RE.search(name) is not None,
+                LAYOUT_TRANSPOSE_RE.search(name) is not None,
             )
             if len(self._kernel_cache) < 100_000:
                 self._kernel_cache[name] = cached
@@ -141,6 +181,14 @@ class RunFacts:
             self.tensor_core_us += dur_us
         if cached[2]:
             self.compiled_us += dur_us
+        if cached[3] and not _user_transpose(op):
+            self.layout_us += dur_us
+
+    def h2d(self, device: str, args: object) -> None:
+        """A host-to-device copy on ``device``; its size when the event carries one."""
+        n = copy_bytes(args)
+        if n is not None and (device in self.h2d_bytes or len(self.h2d_bytes) < MAX_COPY_DEVICES):
+            self.h2d_bytes[device] = self.h2d_bytes.get(device, 0) + n
 
     def comm(self, library: str, dur_us: float) -> None:
         self.comm_us[library] = self.comm_us.get(library, 0.0) + dur_us
@@ -172,6 +220,8 @@ class RunFacts:
             extra["precision_share"] = {k: round(v, 3) for k, v in sorted(shares.items())}
             extra["precision"] = sorted(k for k, v in shares.items() if v >= PRECISION_MIN_SHARE)
             extra["tensor_core_share"] = round(self.tensor_core_us / self.kernel_us, 3)
+            extra["kernel_us"] = round(self.kernel_us, 1)
+            extra["layout_transpose_us"] = round(self.layout_us, 1)
         if self.training_evidence:
             extra["workload"] = "training"
             extra["training_evidence"] = self.training_evidence
@@ -188,6 +238,8 @@ class RunFacts:
             if compiled >= COMPILED_MIN_SHARE and tl.meta.framework != "jax":
                 config["jit_compile"] = True
         tl.meta.config.update(config)
+        if self.h2d_bytes:
+            extra["h2d_bytes"] = dict(sorted(self.h2d_bytes.items()))
         if self.comm_us:
             extra["communication_us"] = {
                 k: round(v, 1) for k, v in sorted(self.comm_us.items(), key=lambda kv: -kv[1])

@@ -141,6 +141,8 @@ def read_kineto_events(events: Iterable[Any], top: dict[str, Any], path: str) ->
                         kernels[device] = kernels.get(device, 0) + 1
                 elif cat in MEMCPY_CATS:
                     kind = memcpy_kind(name)
+                    if kind is Kind.H2D:
+                        facts.h2d(device, args)
                 else:
                     kind = Kind.COMPUTE
                 dev.add((device, kind), ts, ts + dur)

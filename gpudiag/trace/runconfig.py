@@ -28,6 +28,7 @@ class RunConfig:
     jit_compile: bool | None = None  # XLA compilation of the step
     steps_per_execution: int | None = None
     precision: str | None = None  # dtype policy: float32 | mixed_float16 | mixed_bfloat16 ...
+    compute_capability: float | None = None  # the GPU's, e.g. 7.5 (Tensor Cores from 7.0)
     params: int | None = None
     batchnorm: bool | None = None
     # --- input -----------------------------------------------------------------------------
@@ -47,6 +48,8 @@ class RunConfig:
     # --- scale -----------------------------------------------------------------------------
     replicas: int | None = None
     global_batch: int | None = None
+    sample_bytes: int | None = None  # one input element (features and labels), from element_spec
+    train_gpus: str | None = None  # GPUs the strategy trains on, NVML indices: "0,1"
     cores: int | None = None  # usable by this process (affinity and cgroup quota)
 
     @property
@@ -67,9 +70,9 @@ class RunConfig:
                 continue
             if f.type == "bool | None":
                 setattr(self, f.name, bool(value))
-            elif f.type == "int | None":
+            elif f.type in ("int | None", "float | None"):
                 try:
-                    setattr(self, f.name, int(value))
+                    setattr(self, f.name, (int if f.type[0] == "i" else float)(value))
                 except (TypeError, ValueError):
                     continue
             else:

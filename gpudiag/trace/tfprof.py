@@ -270,6 +270,7 @@ def _absorb(facts: RunFacts, part: RunFacts) -> None:
     facts.kernel_us += part.kernel_us
     facts.tensor_core_us += part.tensor_core_us
     facts.compiled_us += part.compiled_us
+    facts.layout_us += part.layout_us
     for label, us in part.precision_us.items():
         facts.precision_us[label] = facts.precision_us.get(label, 0.0) + us
     for library, us in part.comm_us.items():
@@ -371,6 +372,8 @@ def _gather(doc: ChromeDoc, g: _Gathered, live: bool) -> None:
                 if busy is not None:
                     busy.add(ts, end)
                 _device_facts(facts, kind, name, end - ts, ev.get("args"))
+                if kind is Kind.H2D:
+                    facts.h2d(device, ev.get("args"))
                 if kind is Kind.COMPUTE and (device in g.kernels or len(g.kernels) < MAX_KEYS):
                     g.kernels[device] = g.kernels.get(device, 0) + 1
             elif role == XLA_OPS:  # the op timeline of devices without streams (TPU)
@@ -491,7 +494,7 @@ def _device_facts(facts: RunFacts, kind: Kind, name: str, dur: float, args: Any)
         comm = classify(name)
         facts.comm(comm.library if comm else "other", dur)
     elif kind is Kind.COMPUTE:
-        facts.kernel(name, dur)
+        facts.kernel(name, dur, op=args.get("tf_op") if isinstance(args, dict) else None)
     if isinstance(args, dict) and not facts.training_evidence:
         scope = args.get("tf_op")  # training evidence in the op's scope (gradient_tape/...)
         if isinstance(scope, str):

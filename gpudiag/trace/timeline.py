@@ -274,6 +274,7 @@ class Counter:
 COUNTER_NAMES = {
     "gpu_util": "%",
     "gpu_mem_used": "MiB",
+    "gpu_mem_process": "MiB",  # held by the recording process (NVML per-process memory)
     "pcie_rx": "MB/s",
     "pcie_tx": "MB/s",
     "gpu_power": "W",

@@ -30,12 +30,14 @@ from gpudiag.analyze.rules import (
     full_precision,
     gil_pressure,
     gpu_idle_gaps,
+    gpus_held_idle,
     host_overhead,
     host_sync_stalls,
     host_to_device_heavy,
     inference_trace,
     input_wait,
     kernel_launch_bound,
+    layout_transposes,
     no_prefetch,
     partial_last_batch,
     python_generator,
@@ -44,6 +46,7 @@ from gpudiag.analyze.rules import (
     small_batch,
     small_model_multi_gpu,
     straggler,
+    whole_batch_per_replica,
     xla_off,
 )
 from gpudiag.trace.runconfig import RunConfig
@@ -84,16 +87,19 @@ RANK_RULES: tuple[RankRule, ...] = (
     gil_pressure,
     input_wait,
     cpu_saturated,
+    whole_batch_per_replica,
     host_to_device_heavy,
     exposed_collectives,
     communication_hidden,
     small_model_multi_gpu,
+    gpus_held_idle,
     inference_trace,
     kernel_launch_bound,
     allocator_stalls,
     host_sync_stalls,
     host_overhead,
     small_batch,
+    layout_transposes,
     full_precision,
     xla_off,
     gpu_idle_gaps,
@@ -105,6 +111,8 @@ SEVERITY_ORDER = {"high": 0, "moderate": 1, "info": 2}
 MIN_GAIN = 1.02  # a change worth less than 2% is not worth the reader's time
 UNESTIMATED_MIN_HIGH = 1.10  # an unestimated remedy is shown only if it could be worth 10%
 CORRECTNESS = {"batch-not-multiple-of-replicas", "partial-last-batch"}
+FREES_RESOURCES = {"gpus-held-idle"}  # shown for what they free for others, not for speed
+ALWAYS_SHOWN = CORRECTNESS | FREES_RESOURCES  # shown first, whatever their gain
 
 __all__ = [
     "RANK_RULES",
@@ -139,7 +147,7 @@ def lint(config: RunConfig) -> list[Finding]:
 
 
 def _worth_showing(s: Suggestion) -> bool:
-    if s.finding in CORRECTNESS:
+    if s.finding in ALWAYS_SHOWN:
         return True
     if s.expected_gain >= MIN_GAIN:
         return True
@@ -162,7 +170,7 @@ def advise(findings: list[Finding], s: Situation) -> list[Suggestion]:
                 out.append(sug)
     out.sort(
         key=lambda x: (
-            x.finding not in CORRECTNESS,
+            x.finding not in ALWAYS_SHOWN,
             -x.expected_gain,
             -(x.expected_gain_range[-1] if x.expected_gain_range else 1.0),
         )

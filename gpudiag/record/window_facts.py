@@ -1,0 +1,74 @@
+"""What the callback's profiler windows measured beyond intervals, summed over the run.
+
+Device kernel time, the layout-conversion kernels' part of it and each device's
+host-to-device bytes come from the readers (``trace.facts``) in each window's
+``meta.extra``; the trace header carries their running totals (a metadata update per
+window, the last one standing), where the rules read them as for any foreign trace. The
+GPUs the strategy trains on are given as NVML indices, the numbering the NVML counters use.
+
+    acc = WindowFacts()
+    acc.add(window_timeline)
+    writer.update_meta(extra=acc.extra())
+    RunConfig.train_gpus = nvml_indices(["/device:GPU:0"], os.environ.get("CUDA_VISIBLE_DEVICES"))
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from dataclasses import dataclass, field
+from typing import Any
+
+from gpudiag.trace.timeline import Timeline
+
+GPU_RE = re.compile(r"(?:GPU|cuda):(\d+)", re.IGNORECASE)
+
+
+@dataclass
+class WindowFacts:
+    kernel_us: float = 0.0
+    layout_transpose_us: float = 0.0
+    h2d_bytes: dict[str, int] = field(default_factory=dict)
+
+    def add(self, tl: Timeline) -> None:
+        extra = tl.meta.extra
+        self.kernel_us += float(extra.get("kernel_us") or 0.0)
+        self.layout_transpose_us += float(extra.get("layout_transpose_us") or 0.0)
+        for device, n in (extra.get("h2d_bytes") or {}).items():
+            self.h2d_bytes[device] = self.h2d_bytes.get(device, 0) + int(n)
+
+    def extra(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if self.kernel_us > 0:
+            out["kernel_us"] = round(self.kernel_us, 1)
+            out["layout_transpose_us"] = round(self.layout_transpose_us, 1)
+        if self.h2d_bytes:
+            out["h2d_bytes"] = dict(sorted(self.h2d_bytes.items()))
+        return out
+
+
+def default_gpus(backend: str) -> list[str]:
+    """Where a run without a strategy trains: TensorFlow places ops on its first GPU."""
+    tf = sys.modules.get("tensorflow")
+    if backend != "tensorflow" or tf is None:
+        return []
+    try:
+        return [str(d.name) for d in tf.config.list_logical_devices("GPU")][:1]
+    except Exception:  # a TensorFlow that cannot list devices: unknown
+        return []
+
+
+def nvml_indices(devices: list[str], visible: str | None) -> str | None:
+    """The framework's GPU devices ("/device:GPU:1") as NVML indices ("3" when
+    CUDA_VISIBLE_DEVICES=2,3). None when there are none or the mapping is not known
+    (UUIDs or MIG instances in CUDA_VISIBLE_DEVICES). CUDA numbers GPUs fastest first,
+    NVML by PCI bus: the two agree on machines of one GPU model (ties go by bus id)."""
+    ordinals = [int(m.group(1)) for d in devices if (m := GPU_RE.search(d))]
+    if not ordinals:
+        return None
+    if visible is not None:
+        parts = [p.strip() for p in visible.split(",") if p.strip()]
+        if not all(p.isdigit() for p in parts) or max(ordinals) >= len(parts):
+            return None
+        ordinals = [int(parts[o]) for o in ordinals]
+    return ",".join(str(o) for o in sorted(set(ordinals)))
