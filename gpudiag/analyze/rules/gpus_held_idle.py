@@ -1,14 +1,16 @@
 """``gpus-held-idle``: the process holds memory on GPUs it does not train on.
 
-TensorFlow creates a context and takes nearly all memory on every visible GPU by default,
-and listing devices the old way initialises them all: a one-GPU run then blocks the other
-GPUs for everyone else, and a ``MirroredStrategy`` over fewer GPUs than the process holds
-wastes the rest. NVML lists the recording process's memory on each GPU (counter
-``gpu_mem_process``); the strategy's devices (``RunConfig.train_gpus``) say which it trains
-on. Without them, a held GPU whose utilisation never rises while another held GPU works is
-taken as not trained on.
+Why it matters: TensorFlow creates a context and takes nearly all memory on every visible
+GPU by default, and listing devices the old way initialises them all: a one-GPU run then
+blocks the other GPUs for everyone else, and a ``MirroredStrategy`` over fewer GPUs than the
+process holds wastes the rest. NVML lists the recording process's memory on each GPU
+(counter ``gpu_mem_process``); the strategy's devices (``RunConfig.train_gpus``) say which it
+trains on. Without them, a held GPU whose utilisation never rises while another held GPU
+works is taken as not trained on.
 
-    held = held_mib(timeline)     # {"GPU 0": 14800.0, "GPU 1": 14500.0}
+Example: "GPU 1, GPU 2, GPU 3 held by this process (229 GiB) but not trained on". Fix:
+``CUDA_VISIBLE_DEVICES`` / ``tf.config.set_visible_devices`` and memory growth (no speed-up
+claimed: shown for what it frees), or train on every held GPU when they are free for the job.
 """
 
 from __future__ import annotations

@@ -1,15 +1,18 @@
 """``layout-transposes``: GPU time spent converting tensors between NHWC and NCHW.
 
-Keras works channels-last (NHWC); cuDNN's fastest float32 convolutions are often NCHW, so
-TensorFlow wraps convolutions in layout-conversion kernels, each a launch and a full read
-and write of the tensor (cuDNN, cuBLAS and MIOpen do the same inside some algorithms). The
-kernel names are in one table, ``trace.facts.LAYOUT_TRANSPOSE_RE``, which every reader feeds;
-the share here is their time over all device kernel time (``meta.extra``).
+Why it costs time: Keras works channels-last (NHWC) while cuDNN's fastest float32
+convolutions are often NCHW, so TensorFlow wraps convolutions in layout-conversion kernels,
+each a launch and a full read and write of the tensor (cuDNN, cuBLAS and MIOpen do the same
+inside some algorithms; PyTorch's NCHW models get the opposite conversion on Tensor Cores).
+The kernel names are one table, ``trace.facts.LAYOUT_TRANSPOSE_RE``, fed by every reader; the
+share is their time over all device kernel time (``meta.extra``).
 
-    share = layout_share(timeline)   # 0.236 -> "23.6% of GPU compute time in layout transposes"
-
-Every remedy's gain is bounded by the share removed: the conversions' part of the step,
-``transposes / kernel time × compute share``, disappearing.
+Example: "23.6% of GPU compute time converts tensors between NHWC and NCHW". Fix, each gain
+bounded by the conversions' part of the step: mixed precision so cuDNN runs NHWC Tensor Core
+kernels (not on compute capability < 7.0; said to depend on it when unknown), channel counts
+multiples of 8 when already mixed, XLA's layout assignment, ``channels_first`` for a float32
+model; PyTorch: ``channels_last``. Mixed precision and XLA are left to ``full-precision`` and
+``xla-off`` when those fire.
 """
 
 from __future__ import annotations

@@ -1,14 +1,18 @@
 """``whole-batch-per-replica``: every GPU receives the whole global batch.
 
-Hand-rolled data parallelism (the old ``multi_gpu_model`` / ``make_parallel``, a
-``tf.split`` inside the model) copies the full global batch to each replica and slices it
-there: host-to-device bytes per replica per step come to the global batch's, not its
-``1 / replicas`` share. The readers keep each device's copied bytes (Kineto ``bytes``,
-TensorFlow ``memcpy_details``) in ``meta.extra["h2d_bytes"]``; the callback records the
-global batch, the replicas and one input element's bytes (``RunConfig.sample_bytes``). A
-hand-rolled split runs under no strategy, so the devices receiving input count as replicas.
+Why it costs time: hand-rolled data parallelism (the old ``multi_gpu_model`` /
+``make_parallel``, a ``tf.split`` inside the model) copies the full global batch to each
+replica and slices it there: host-to-device bytes per replica per step come to the global
+batch's, not its ``1 / replicas`` share, and the surplus copies hold the step where they are
+not hidden. The readers keep each device's copied bytes (Kineto ``bytes``, TensorFlow
+``memcpy_details``) in ``meta.extra["h2d_bytes"]``; the callback records the global batch,
+the replicas and one input element's bytes (``RunConfig.sample_bytes``). A hand-rolled split
+runs under no strategy, so the devices receiving input count as replicas.
 
-    per_step = h2d_bytes_per_step(timeline)   # {"GPU 0": 6.3e6, "GPU 1": 6.3e6}
+Example: "Each replica receives 3 MiB per step, the whole global batch (3 MiB), not its
+share (1.5 MiB)". Fix: let the strategy distribute the dataset (PyTorch: DDP with a
+DistributedSampler). Silent where the global batch or a sample's size is unknown (foreign
+traces).
 """
 
 from __future__ import annotations
