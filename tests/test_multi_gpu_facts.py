@@ -98,3 +98,11 @@ def test_nvml_indices():
     assert nvml_indices(["/device:GPU:0", "/device:GPU:1"], "2,3") == "2,3"
     assert nvml_indices(["GPU:0"], "GPU-8a1b") is None  # UUIDs: not mapped
     assert nvml_indices(["/device:CPU:0"], None) is None
+
+
+def test_compute_capability_is_read_back_as_a_number():
+    cfg = RunConfig()
+    cfg.update({"compute_capability": "7.5", "sample_bytes": "12292", "train_gpus": "0,1"})
+    assert (cfg.compute_capability, cfg.sample_bytes, cfg.train_gpus) == (7.5, 12292, "0,1")
+    cfg.update({"compute_capability": "Turing"})  # not a number: kept as it was
+    assert cfg.compute_capability == 7.5
