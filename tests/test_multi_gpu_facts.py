@@ -106,3 +106,12 @@ def test_compute_capability_is_read_back_as_a_number():
     assert (cfg.compute_capability, cfg.sample_bytes, cfg.train_gpus) == (7.5, 12292, "0,1")
     cfg.update({"compute_capability": "Turing"})  # not a number: kept as it was
     assert cfg.compute_capability == 7.5
+
+
+def test_xplane_copy_sizes_are_kept_per_device():
+    """A real TensorFlow GPU profile: its MemcpyH2D events carry ``memcpy_details`` sizes."""
+    pytest.importorskip("xprof")
+    timelines = load_file(str(SAMPLES / "tf_gpu_multi_worker.xplane.pb"))
+    copied = timelines[0].meta.extra["h2d_bytes"]
+    assert copied == {"GPU 1": 3112, "GPU 4": 37447, "GPU 6": 40559}
+    assert timelines[0].meta.extra["layout_transpose_us"] == 0.0
