@@ -1,9 +1,14 @@
 """Where each step's time goes: input, transfer, compute, exposed sync, other. Pure.
 
 Per device and step, in priority order so that every microsecond is counted once:
-compute kernels; collectives not hidden under compute (exposed sync); host<->device copies
-hidden under neither; host input wait while the device did nothing; the rest is "other"
-(host overhead, launch latency, idle). The five shares sum to 1 by construction.
+compute kernels; collectives not hidden under compute (exposed sync); copies (host<->device,
+device-to-device, memsets, XLA async copies) hidden under neither; host input wait while the
+device did nothing; the rest is "other" (host overhead, launch latency, idle). The five
+shares sum to 1 by construction.
+
+The run's shares are the mean over the devices that compute: a device that only copies
+(a JAX process's spare GPU receiving a weight copy) would average an idle device into the
+figures of the working one.
 
     b = step_breakdown(timeline)
     b.shares            # {"input": .38, "transfer": .01, "compute": .45, "sync": 0, "other": .16}
@@ -16,7 +21,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from gpudiag.trace.timeline import TRANSFER_KINDS, Kind, Timeline, subtract, union_many
+from gpudiag.trace.timeline import (
+    COPY_KINDS,
+    TRANSFER_KINDS,
+    Kind,
+    Timeline,
+    subtract,
+    union_many,
+)
 
 CATEGORIES = ("input", "transfer", "compute", "sync", "other")
 
@@ -27,7 +39,9 @@ class DeviceShares:
     shares: dict[str, float]
     busy: float  # any device activity / step time
     collective_total: float  # collective time incl. the part hidden under compute / step time
-    transfer_total: float
+    transfer_total: float  # host<->device copies / step time
+    host_transfer: float = 0.0  # host<->device copies hidden under nothing / step time
+    computes: bool = True  # ran compute or collectives in the analyzed steps
 
 
 @dataclass
@@ -41,6 +55,8 @@ class Breakdown:
     step_durations_us: np.ndarray = field(default_factory=lambda: np.zeros(0))
     # per device, per step: (step time - exposed sync); for straggler detection
     work_us: dict[str, np.ndarray] = field(default_factory=dict)
+    # exposed host<->device copies (the rest of "transfer" is device-local copies)
+    host_transfer: float = 0.0
 
 
 def empty_shares() -> dict[str, float]:
@@ -83,18 +99,22 @@ def step_breakdown(tl: Timeline) -> Breakdown:
     for device in devices:
         compute = tl.device_activity(device, Kind.COMPUTE).merged()
         coll = tl.device_activity(device, Kind.COLLECTIVE).merged()
-        transfer = union_many([tl.device_activity(device, k) for k in TRANSFER_KINDS])
+        host = union_many([tl.device_activity(device, k) for k in TRANSFER_KINDS])
+        transfer = union_many([tl.device_activity(device, k) for k in COPY_KINDS])
         ck = union_many([compute, coll])
         busy = union_many([ck, transfer])
         c_len = compute.covered_in(starts, ends)
         k_exposed = subtract(coll, compute).covered_in(starts, ends)
         t_exposed = subtract(transfer, ck).covered_in(starts, ends)
+        ck_len = ck.covered_in(starts, ends)
         inp = subtract(waits, busy).covered_in(starts, ends) if len(waits) else np.zeros(idx.size)
         counted = np.stack([inp, t_exposed, c_len, k_exposed], axis=1)
         other = np.maximum(0.0, durations - counted.sum(axis=1))
         rows = np.column_stack([counted, other]) / durations[:, None]
         per_dev_step.append(rows)
-        work[device] = durations - k_exposed
+        computes = bool(ck_len.sum() > 0)
+        if computes:
+            work[device] = durations - k_exposed
         shares = dict(zip(CATEGORIES, (rows * weights[:, None]).sum(axis=0).tolist(), strict=True))
         total = float(durations.sum())
         dev_totals.append(
@@ -103,18 +123,23 @@ def step_breakdown(tl: Timeline) -> Breakdown:
                 shares=shares,
                 busy=1.0 - shares["input"] - shares["other"],
                 collective_total=float(coll.covered_in(starts, ends).sum()) / total,
-                transfer_total=float(transfer.covered_in(starts, ends).sum()) / total,
+                transfer_total=float(host.covered_in(starts, ends).sum()) / total,
+                host_transfer=float(subtract(host, ck).covered_in(starts, ends).sum()) / total,
+                computes=computes,
             )
         )
-    shares = {c: float(np.mean([d.shares[c] for d in dev_totals])) for c in CATEGORIES}
+    # the devices that compute stand for the run (all of them when none does)
+    used = [i for i, d in enumerate(dev_totals) if d.computes] or list(range(len(dev_totals)))
+    shares = {c: float(np.mean([dev_totals[i].shares[c] for i in used])) for c in CATEGORIES}
     return Breakdown(
         shares=normalised(shares),
         steps_analyzed=int(idx.size),
         step_time_us=float(np.median(durations)),
         devices=dev_totals,
-        per_step=np.mean(np.stack(per_dev_step), axis=0),
+        per_step=np.mean(np.stack([per_dev_step[i] for i in used]), axis=0),
         step_durations_us=durations,
         work_us=work,
+        host_transfer=float(np.mean([dev_totals[i].host_transfer for i in used])),
     )
 
 

@@ -16,7 +16,7 @@ import numpy as np
 
 from gpudiag.analyze.breakdown import profiled_steps
 from gpudiag.analyze.thresholds import GAP_BOUNDARY_WINDOW, GAP_MIN_FRACTION_OF_STEP, GAP_MIN_US
-from gpudiag.trace.timeline import Timeline, subtract, union_many, union_of
+from gpudiag.trace.timeline import Kind, Timeline, subtract, union_many, union_of
 
 
 @dataclass
@@ -50,7 +50,14 @@ def idle_gaps(tl: Timeline) -> list[Gaps]:
     boundaries = np.unique(np.concatenate([starts, ends]))
     margin = GAP_BOUNDARY_WINDOW * float(np.median(durations))
     out = []
-    for device in tl.devices:
+    # a device that never computes (one that only receives copies) is not "idle in gaps":
+    # it has no work to wait for
+    working = [
+        d
+        for d in tl.devices
+        if len(tl.device_activity(d, Kind.COMPUTE)) or len(tl.device_activity(d, Kind.COLLECTIVE))
+    ] or tl.devices
+    for device in working:
         busy = union_many([iv for (d, _), iv in tl.activity.items() if d == device])
         # idle = what the profiled steps cover and the device does not (windows: not between)
         idle = subtract(profiled, busy)

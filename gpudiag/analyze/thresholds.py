@@ -14,6 +14,9 @@ INPUT_DOMINANT = 0.10  # data-starved below HIGH only if input is also the large
 SYNC_HIGH = 0.15
 SYNC_NOTE = 0.05
 TRANSFER_HIGH = 0.10
+# copies exposed on at least this share and more than compute: the step moves data more than
+# it computes (xprof's smart suggestions flag H2D at >= 30%); none of the verdicts names that
+COPY_DOMINANT = 0.30
 # device idle with nothing on the timeline to explain it: not a confident verdict
 UNEXPLAINED_IDLE = 0.50
 COMPUTE_BOUND_STRONG = 0.90  # TraceML's compute-bound anchor: confidence saturates here

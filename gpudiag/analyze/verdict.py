@@ -27,6 +27,7 @@ UNEXPLAINED_CONFIDENCE = 0.25  # we know the device is idle, not why
 WINDOWS_DISAGREE = 0.8  # a steady-state profiler window reached another verdict
 RANKS_DISAGREE = 0.8  # ranks reached different verdicts
 CONTENDED = 0.6  # other processes took the host CPU: a neighbour distorts every figure
+COPY_CONFIDENCE = 0.5  # we know what the device does (copies), not which copies to avoid
 
 
 def _clamp(x: float, lo: float = 0.0, hi: float = 1.0) -> float:
@@ -55,6 +56,14 @@ def decide(s: dict[str, float]) -> tuple[str, float, str]:
             "sync-bound",
             _ramp(sync, T.SYNC_HIGH, 0.45),
             f"exposed gradient synchronisation takes {pct['sync']}% of step time",
+        )
+    if xfer >= T.COPY_DOMINANT and xfer > comp:
+        return (
+            "inconclusive",
+            COPY_CONFIDENCE,
+            f"the device copies data {pct['transfer']}% of step time and computes "
+            f"{pct['compute']}%: data movement (host offload, device-to-device copies) bounds "
+            "the step, not compute, input or synchronisation",
         )
     if other >= T.UNEXPLAINED_IDLE and comp < 1 - T.UNEXPLAINED_IDLE:
         return (

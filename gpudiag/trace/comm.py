@@ -93,6 +93,30 @@ def classify(name: str) -> Comm | None:
     return None
 
 
+# Device events that move data without computing, whatever the runtime: CUDA/HIP
+# device-to-device and peer copies and memsets (Kineto "Memcpy DtoD (Device -> Device)",
+# "Memset (Device)"; TF GPU streams "MemcpyD2D", "MemcpyP2P", "Memset"), and XLA's async
+# copies ``copy-start``/``copy-done`` (TPU host offload and memory-space moves; xprof
+# categorises them "async-copy"). A synchronous XLA ``copy`` is a layout change the device
+# computes: it stays compute.
+COPY_RE = re.compile(
+    r"^%?copy-(?:start|done)(?:[.\d]*)$|Memcpy ?(?:DtoD|D2D|PtoP|P2P)|^Memset|^memset\b"
+)
+COPY_CATEGORIES = frozenset({"async-copy"})
+
+
+@lru_cache(maxsize=65536)
+def is_copy(name: str, category: str = "") -> bool:
+    """Whether a device event only moves data (``category``: xprof's ``hlo_category``)."""
+    return category in COPY_CATEGORIES or COPY_RE.search(name) is not None
+
+
+def classify_op(name: str, category: str = "") -> Comm | None:
+    """``classify`` of an XLA op, falling back on xprof's ``hlo_category`` ("all-reduce",
+    "all-gather", ...) when the op's own name does not say (fusions, renamed ops)."""
+    return classify(name) or (classify(category) if category else None)
+
+
 def async_phase(name: str) -> str | None:
     """ "start" / "done" for an async XLA collective half, else None."""
     m = ASYNC_RE.search(name)

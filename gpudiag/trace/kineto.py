@@ -62,7 +62,7 @@ def memcpy_kind(name: str) -> Kind:
         return Kind.H2D
     if "DtoH" in name or "D2H" in name:
         return Kind.D2H
-    return Kind.COMPUTE  # DtoD / PtoP copies and memsets run on the device itself
+    return Kind.COPY  # DtoD / PtoP: the device moves data, it does not compute
 
 
 def kineto_head(head: bytes) -> dict[str, Any] | None:
@@ -144,7 +144,7 @@ def read_kineto_events(events: Iterable[Any], top: dict[str, Any], path: str) ->
                     if kind is Kind.H2D:
                         facts.h2d(device, args)
                 else:
-                    kind = Kind.COMPUTE
+                    kind = Kind.COPY  # a memset fills memory: no compute
                 dev.add((device, kind), ts, ts + dur)
             elif cat in RUNTIME_CATS:
                 if "Launch" in name:

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from gpudiag.trace.chrome import MAX_NAME, ChromeDoc
-from gpudiag.trace.comm import Comm, async_phase, classify
+from gpudiag.trace.comm import Comm, async_phase, classify, classify_op, is_copy
 from gpudiag.trace.errors import TraceError
 from gpudiag.trace.facts import TRAINING_RE, RunFacts
 from gpudiag.trace.sink import MAX_KEYS, IntervalBudget, IntervalSink, SinkTable, Totals
@@ -86,9 +86,10 @@ def _stream_kind(tag: str, event: str) -> Kind:
         return Kind.H2D
     if tag == "MemcpyD2H" or event in ("MemcpyD2H", "MemcpyDToH"):
         return Kind.D2H
-    return Kind.COMPUTE
+    return Kind.COPY if tag in COPY_TAGS or is_copy(event) else Kind.COMPUTE
 
 
+COPY_TAGS = frozenset({"MemcpyD2D", "MemcpyP2P", "Memset"})
 # what a (pid, tid) lane is, from its process and thread names
 SKIP, HOST, TF_COMPUTE, SHARDS, COLL_OPS, STEPS, MODULES, XLA_OPS, DERIVED, STREAM = range(10)
 Lane = tuple[int, str, str, bool, bool]  # role, device, stream tag, Eigen pool, tf.data
@@ -196,9 +197,15 @@ class _XlaLine:
     def add(
         self, name: str, ts: float, end: float, args: Any, collectives: dict[Comm, int]
     ) -> None:
+        category = ""
         if isinstance(args, dict):
             self._scope(ts, args)
-        comm = classify(name)
+            cat = args.get("hlo_category")
+            category = cat if isinstance(cat, str) else ""
+        if is_copy(name, category):  # copy-start/copy-done: data moves, nothing computes
+            self.ops.add(Kind.COPY, ts, end)
+            return
+        comm = classify_op(name, category)
         if comm is None:
             long_name = args.get("long_name") if isinstance(args, dict) else None
             long_name = long_name[:MAX_NAME] if isinstance(long_name, str) else ""
@@ -256,7 +263,7 @@ class _XlaLine:
                 pairs[0].append(ts)
                 pairs[1].append(end)
                 facts.comm(library[c], end - ts)
-        for kind in (Kind.COMPUTE, Kind.COLLECTIVE):
+        for kind in (Kind.COMPUTE, Kind.COLLECTIVE, Kind.COPY):
             sink = self.ops.sinks.get(kind)
             if sink is not None:
                 tl.add_activity(device, kind, *sink.arrays())

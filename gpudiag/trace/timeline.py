@@ -28,15 +28,19 @@ from gpudiag.trace.runconfig import RunConfig
 
 
 class Kind(str, Enum):
-    """What a device interval was doing. ``TRANSFER_*`` are host<->device copies."""
+    """What a device interval was doing. ``H2D``/``D2H`` are host<->device copies; ``COPY``
+    moves data without computing: device-to-device and peer copies, memsets, XLA async
+    copies between memory spaces (HTA counts these as "memory", not compute)."""
 
     COMPUTE = "compute"
     H2D = "h2d"
     D2H = "d2h"
     COLLECTIVE = "collective"
+    COPY = "copy"
 
 
-TRANSFER_KINDS = (Kind.H2D, Kind.D2H)
+TRANSFER_KINDS = (Kind.H2D, Kind.D2H)  # host<->device
+COPY_KINDS = (Kind.H2D, Kind.D2H, Kind.COPY)  # every copy: the breakdown's "transfer"
 Floats = Sequence[float] | np.ndarray  # what readers hand in: lists or arrays
 
 

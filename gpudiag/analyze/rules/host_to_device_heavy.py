@@ -26,8 +26,11 @@ def detect(ev: RankEvidence) -> Finding | None:
     b = ev.breakdown
     if b is None:
         return None
-    exposed = b.shares["transfer"]
-    total = float(np.mean([d.transfer_total for d in b.devices])) if b.devices else 0.0
+    # host<->device copies only: device-local copies (DtoD, memsets) share the breakdown's
+    # "transfer" but no host link can be relieved for them
+    exposed = b.host_transfer
+    used = [d for d in b.devices if d.computes] or b.devices
+    total = float(np.mean([d.transfer_total for d in used])) if used else 0.0
     if exposed < T.TRANSFER_HIGH / 2 and total < T.TRANSFER_HIGH:
         return None
     return Finding(
@@ -40,7 +43,7 @@ def detect(ev: RankEvidence) -> Finding | None:
 
 
 def advise(f: Finding, s: Situation) -> list[Suggestion]:
-    x = s.shares["transfer"]
+    x = float(f.evidence.get("exposed_transfer_pct", 0.0)) / 100.0
     g = Gain.of(
         removed(x / 2),
         1.0,

