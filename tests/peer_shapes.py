@@ -100,3 +100,28 @@ def tpu_host_offload(steps: int = 5, step_us: float = 10_000.0) -> dict[str, Any
         )
         ev.append(_ev(9, 5, "PjitFunction(f)", t, 300.0))
     return {"displayTimeUnit": "ns", "traceEvents": ev}
+
+
+def eager_decode_layers(layers: int = 35, layer_us: float = 1_900.0) -> dict[str, Any]:
+    """Kineto trace of one eager decode step (vLLM, TP8 rank, B200): the model's forward
+    holds ``layers`` decoder layers of ``layer_us`` each, then sampling; the step is ~84 ms."""
+    ev: list[dict[str, Any]] = []
+    cpu = 11
+    t0 = 5_000.0
+    step_us = layers * layer_us + 17_500.0
+    ev.append(_x("python_function", "nn.Module: Qwen2ForCausalLM_0", cpu, cpu, t0, step_us))
+    for i in range(layers):
+        t = t0 + 500.0 + i * layer_us
+        ev.append(
+            _x("python_function", "nn.Module: Qwen2DecoderLayer", cpu, cpu, t, layer_us - 30.0)
+        )
+        for k in range(6):
+            s = t + k * layer_us / 6
+            ev.append(_x("cuda_runtime", "cudaLaunchKernel", cpu, cpu, s, 8.0))
+            ev.append(
+                _x("kernel", "sm100_xmma_gemm_bf16bf16_bf16f32", 0, 7, s + 20, 200.0, device=0)
+            )
+    ev.append(
+        _x("kernel", "sampling_top_k_kernel", 0, 7, t0 + step_us - 9_000.0, 8_000.0, device=0)
+    )
+    return kineto(ev, device="NVIDIA B200")

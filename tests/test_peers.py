@@ -76,3 +76,13 @@ def test_copy_names(name, category, copy):
 def test_xla_collective_from_its_category():
     assert classify_op("reduce_sum_fusion", "all-reduce").op == "all-reduce"
     assert classify_op("fusion.7", "loop fusion") is None
+
+
+def test_an_eager_decode_step_is_the_iteration_not_its_layers(tmp_path):
+    tl = _load(peer_shapes.eager_decode_layers(), tmp_path)[0]
+    assert tl.meta.extra["steps_marker"] == "nn.Module: Qwen2ForCausalLM_0"
+    assert len(tl.steps) == 1
+    assert tl.steps.durations[0] / 1000.0 == pytest.approx(84.0, abs=1.0)
+    assert any(
+        "Qwen2DecoderLayer" in lim and "part of the iteration" in lim for lim in tl.meta.limitations
+    )
