@@ -11,8 +11,9 @@ starts (start to start = one full iteration), drops leading warm-up iterations a
 steps were found in a limitation line. The iteration is the outermost repeating unit: when a
 coarser marker holds most occurrences of the chosen one (the decoder layers of one eager
 decode step, 35 x 1.9 ms inside one 84 ms step), the coarser one cuts the steps, each of its
-occurrences one iteration even when it occurs fewer than ``MIN_OCCURRENCES`` times. With no repeating marker, the profiled window (first to
-last device event) is analysed as one step, and that too is said.
+occurrences one iteration even when it occurs fewer than ``MIN_OCCURRENCES`` times. With
+no repeating marker, the profiled window (first to last device event) is analysed as one
+step, and that too is said.
 
     tl = read_something(...)          # tl.steps empty, tl.markers filled
     ensure_steps(tl)                  # tl.steps filled, tl.meta.limitations explains how
