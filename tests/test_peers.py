@@ -4,12 +4,15 @@ TPU host-offload copies and a psum are what they are."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from gpudiag.analyze import diagnose
+from gpudiag.analyze import thresholds as T
+from gpudiag.analyze.arrival import chance_last, wilson_low
 from gpudiag.trace.comm import classify_op, is_copy
 from gpudiag.trace.load import load_file
-from gpudiag.trace.timeline import Kind
+from gpudiag.trace.timeline import Kind, Metadata, Timeline
 from tests import foreign, peer_shapes
 
 
@@ -86,3 +89,57 @@ def test_an_eager_decode_step_is_the_iteration_not_its_layers(tmp_path):
     assert any(
         "Qwen2DecoderLayer" in lim and "part of the iteration" in lim for lim in tl.meta.limitations
     )
+
+
+def _late_starter(n: int = 8, steps: int = 8, late_in: int = 5, late_us: float = 6_000.0):
+    """``n`` ranks, 100 ms steps, 80 ms of compute each, then an all-reduce that ends 1 ms
+    after the last arrival. Rank n-1 starts its compute ``late_us`` late in the first
+    ``late_in`` steps (its work is no longer); in the other steps another rank is 3 ms late."""
+    rng = np.random.default_rng(7)
+    tls = [Timeline(meta=Metadata(producer="synthetic", rank=r, world_size=n)) for r in range(n)]
+    step_us = 100_000.0
+    for i in range(steps):
+        t = i * step_us
+        delay = rng.uniform(0.0, 1_000.0, n)
+        if i < late_in:
+            delay[n - 1] += late_us
+        else:
+            delay[i % (n - 1)] += 3_000.0
+        arrive = t + delay + 80_000.0
+        done = float(arrive.max()) + 1_000.0
+        for r in range(n):
+            tls[r].add_activity("GPU 0", Kind.COMPUTE, [t + delay[r]], [arrive[r]])
+            tls[r].add_activity("GPU 0", Kind.COLLECTIVE, [arrive[r]], [done])
+    for tl in tls:
+        tl.add_steps(range(steps), np.arange(steps) * step_us, (np.arange(steps) + 1) * step_us)
+        tl.freeze()
+    return tls
+
+
+def test_the_rank_that_starts_late_is_named_with_what_is_known():
+    d = diagnose(_late_starter())
+    f = d.finding("straggler")
+    assert f is not None and f.evidence["straggler"] == "rank 7"
+    assert f.evidence["cause"] == "arrives late"
+    assert f.severity == "info"  # the others lose ~6% of a 100 ms step
+    assert f.evidence["arrives_last_in_steps_pct"] == 62.5
+    assert f.evidence["confidence"] == pytest.approx(wilson_low(5, 8), abs=0.01)
+    assert "starts late" in f.title
+
+
+def test_a_rank_last_by_chance_in_few_steps_is_not_named():
+    # last in 2 of 3 steps of 8 ranks with a small wait: chance, not a straggler
+    assert diagnose(_late_starter(steps=3, late_in=2)).finding("straggler") is None
+
+
+def test_confidence_grows_with_the_steps_that_show_it():
+    assert wilson_low(1, 1) < wilson_low(5, 8) < wilson_low(6, 6) < wilson_low(20, 20)
+    assert chance_last(5, 8, 8) <= T.STRAGGLER_CHANCE < chance_last(4, 4, 3)
+
+
+def test_a_rank_whose_work_is_longer_is_said_to_work_longer():
+    from tests.test_straggler import synced_ranks
+
+    f = diagnose(synced_ranks(4, steps=6, slow_rank=3, extra_us=5000.0)).finding("straggler")
+    assert f is not None and f.evidence["cause"] == "works longer"
+    assert f.severity in ("moderate", "high")

@@ -13,9 +13,13 @@ and therefore waits least, while every other rank waits for it. Per rank and ste
 
 Clock offsets between hosts come from the ``end`` times (they coincide in truth), never from
 wall clocks. Arrival = ``end - offset - busy``; the last to arrive is the one waited for, and
-each other rank's loss is its arrival gap to the last one. A straggler is named only when the
-same rank arrives last in most steps and the others lose a material share of their step
-(thresholds.py, docs/thresholds.md), which works from a single profiled step too.
+each other rank's loss is its arrival gap to the last one. A straggler is named when the same
+rank arrives last in most steps and the others lose a material share of their step
+(thresholds.py, docs/thresholds.md), which works from a single profiled step too; or, at
+"info" severity, when the others lose a smaller share but the rank is last in more steps
+than chance allows (a binomial test over the steps). Whether it *works longer* or only
+*arrives late* (starts its step late: host, data or launch delay) is said, and the confidence
+grows with the number of steps that show it.
 
     timings = [RankTiming.of(tl, label) for tl, label in zip(timelines, labels)]
     finding, table = find_waited_for(timings)
@@ -24,6 +28,8 @@ same rank arrives last in most steps and the others lose a material share of the
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+
+import math
 
 import numpy as np
 
@@ -204,18 +210,36 @@ def _judge(rows: list[RankWaits], last: np.ndarray, share: np.ndarray, kind: str
     work_c = rows[c].work_ms
     work_others = float(np.median([rows[r].work_ms for r in others]))
     longer = work_c >= work_others * (1.0 + T.STRAGGLER_MARGIN)
-    if consistency < T.STRAGGLER_CONSISTENCY or loss < T.STRAGGLER_WAIT_SHARE or not longer:
+    chance = chance_last(int(counts[c]), n_steps, n_ranks)
+    if consistency < T.STRAGGLER_CONSISTENCY or loss < T.STRAGGLER_WAIT_NOTE:
         return None
+    if loss < T.STRAGGLER_WAIT_SHARE and chance > T.STRAGGLER_CHANCE:
+        return None  # a small wait from a rank last by chance: noise
     name = rows[c].label
     wait_ms = float(np.median([rows[r].wait_ms for r in others]))
+    cause = "works longer" if longer else "arrives late"
+    if loss >= T.STRAGGLER_WAIT_SHARE_HIGH:
+        severity = "high"
+    elif loss >= T.STRAGGLER_WAIT_SHARE:
+        severity = "moderate"
+    else:
+        severity = "info"
+    why = (
+        f"its own work is {100 * (work_c / max(work_others, 1e-9) - 1):.0f}% longer"
+        if longer
+        else "it starts late: its own work is not longer"
+    )
     return Finding(
         id="straggler",
-        severity="high" if loss >= T.STRAGGLER_WAIT_SHARE_HIGH else "moderate",
+        severity=severity,
         title=(
             f"The other ranks wait for {name}: {100 * loss:.0f}% of their step "
-            f"({wait_ms:.1f} ms) in the collectives"
+            f"({wait_ms:.1f} ms) in the collectives; {name} {cause} ({why})"
         ),
         evidence={
+            "cause": cause,
+            "confidence": round(wilson_low(int(counts[c]), n_steps), 2),
+            "chance_pct": round(100 * chance, 2),
             "straggler": name,
             "others_wait_ms": round(wait_ms, 3),
             "others_wait_share_pct": round(100 * loss, 1),
@@ -229,3 +253,23 @@ def _judge(rows: list[RankWaits], last: np.ndarray, share: np.ndarray, kind: str
             "max_clock_offset_ms": round(max(abs(r.clock_offset_ms) for r in rows), 3),
         },
     )
+
+
+def chance_last(k: int, n: int, ranks: int) -> float:
+    """Probability that some rank of ``ranks`` arrives last in ``k`` or more of ``n`` steps
+    by chance alone (each rank last with probability 1/ranks; union bound over ranks)."""
+    p = 1.0 / max(ranks, 1)
+    tail = sum(math.comb(n, i) * p**i * (1 - p) ** (n - i) for i in range(k, n + 1))
+    return min(1.0, ranks * tail)
+
+
+def wilson_low(k: int, n: int, z: float = 1.28) -> float:
+    """Lower end of the 80% Wilson interval of the share of steps the rank is last in: one
+    step of one says 0.38, 6 of 6 say 0.78, 20 of 20 say 0.92."""
+    if n <= 0:
+        return 0.0
+    p = k / n
+    den = 1 + z * z / n
+    centre = p + z * z / (2 * n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    return max(0.0, (centre - half) / den)

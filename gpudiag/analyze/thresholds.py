@@ -40,6 +40,12 @@ STRAGGLER_MIN_STEPS = 3  # host step timing: one step of it is noise (profiled: 
 # CPU workers; >= 30% is high
 STRAGGLER_WAIT_SHARE = 0.15
 STRAGGLER_WAIT_SHARE_HIGH = 0.30
+# below that, down to xprof's 5% note level for collectives, a rank is still named (info)
+# when it is last in more steps than chance allows: the binomial chance that any rank is
+# last that often must be <= 1% (a rank last in 5 of 8 steps of 8 ranks: 0.98%; every one
+# of 4 steps of 3 ranks: 3.7%, not enough)
+STRAGGLER_WAIT_NOTE = 0.05
+STRAGGLER_CHANCE = 0.01
 
 # --- host signals (recorded by DiagnoseCallback) ---------------------------------------------
 GIL_P95_MS = 2.0  # probe lateness p95: idle ~0.1 ms, a Python thread holding the GIL ~5 ms
