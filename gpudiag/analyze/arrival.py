@@ -27,9 +27,8 @@ grows with the number of steps that show it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import math
+from dataclasses import dataclass, field
 
 import numpy as np
 
