@@ -143,3 +143,28 @@ def test_a_rank_whose_work_is_longer_is_said_to_work_longer():
     f = diagnose(synced_ranks(4, steps=6, slow_rank=3, extra_us=5000.0)).finding("straggler")
     assert f is not None and f.evidence["cause"] == "works longer"
     assert f.severity in ("moderate", "high")
+
+
+def test_unprofiled_multi_worker_run_is_sync_bound_from_step_timing():
+    from tests.test_straggler import synced_ranks
+
+    # MultiWorkerMirroredStrategy with the profiler window off: callback timing only; rank 1
+    # spends 20 ms per step in another callback, rank 0 waits for it
+    tls = synced_ranks(2, steps=12, slow_rank=1, extra_us=20_000.0, profiled=False)
+    d = diagnose(tls)
+    assert d.verdict == "sync-bound"
+    assert d.finding("straggler").evidence["straggler"] == "rank 1"
+    rows = {r.label: r for r in d.ranks}
+    share0 = rows["rank 0"].wait_ms / rows["rank 0"].step_ms
+    assert share0 > 0.6
+    assert d.breakdown["sync"] == pytest.approx((share0 + 0.0) / 2, abs=0.02)
+    assert sum(d.breakdown.values()) == pytest.approx(1.0)
+    assert "rank 0 waits" in d.reason and "rank 1" in d.reason
+    assert 0.0 < d.confidence < 0.95
+
+
+def test_unprofiled_ranks_that_do_not_wait_stay_inconclusive():
+    from tests.test_straggler import synced_ranks
+
+    d = diagnose(synced_ranks(2, steps=12, jitter_us=300.0, profiled=False))
+    assert d.verdict == "inconclusive"

@@ -20,7 +20,7 @@ from typing import Any
 
 from gpudiag.analyze import rules
 from gpudiag.analyze.activity import activity_strips
-from gpudiag.analyze.breakdown import Breakdown, merge_breakdowns, row_dicts
+from gpudiag.analyze.breakdown import Breakdown, computes, merge_breakdowns, row_dicts
 from gpudiag.analyze.diagnosis import Diagnosis, Finding, RankSummary
 from gpudiag.analyze.evidence import HostFacts, RankEvidence, RunEvidence, Situation
 from gpudiag.analyze.gaps import Gaps
@@ -33,6 +33,7 @@ from gpudiag.analyze.ranks import (
     read_ranks,
 )
 from gpudiag.analyze.step_times import step_stats
+from gpudiag.analyze.timing_verdict import timing_verdict
 from gpudiag.analyze.verdict import Doubts, Verdict, judge
 from gpudiag.trace.runconfig import RunConfig
 from gpudiag.trace.timeline import Timeline
@@ -66,7 +67,8 @@ def diagnose(timelines: list[Timeline], cpu_count: int | None = None) -> Diagnos
         verdict=verdict.verdict,
         confidence=verdict.confidence,
         reason=verdict.reason,
-        breakdown=shares,
+        # no analysed step: the shares the ranks' step timing gave, if any
+        breakdown=shares if any(b.steps_analyzed for b in parts) else verdict.judged,
         findings=findings,
         suggestions=rules.advise(findings, situation),
         ranks=summaries,
@@ -107,15 +109,22 @@ def _verdict(
     shares: dict[str, float],
     findings: list[Finding],
 ) -> Verdict:
-    """The headline; inconclusive with the reason when no step could be analysed."""
+    """The headline; with no analysed step, from the ranks' step and wait times when they
+    say it (timing_verdict.py), else inconclusive with the reason."""
     reason = _inconclusive_reason(ranks)
     if reason is not None:
-        return Verdict.inconclusive(reason, shares)
+        timed = timing_verdict(summaries)
+        if timed is None:
+            return Verdict.inconclusive(reason, shares)
+        verdict, confidence, why, timed_shares = timed
+        return Verdict(verdict, round(confidence, 3), why, timed_shares)
     run = ranks[0].run
+    # ranks whose devices only copied have no verdict of their own to disagree with
+    computing = [s for r, s in zip(ranks, summaries, strict=True) if computes(r.breakdown)]
     doubts = Doubts(
         window_note=run.note,
         windows_disagree=run.disagree,
-        rank_verdicts={s.verdict for s in summaries if s.steps},
+        rank_verdicts={s.verdict for s in computing if s.steps},
         contention=next((f for f in findings if f.id == "cpu-contention"), None),
     )
     return judge(shares, ranks[0].config, doubts)
@@ -153,5 +162,6 @@ def _activity(
 
 def _first_rows(parts: list[Breakdown]) -> list[dict[str, float]]:
     """Per-step rows of the first rank with analysed steps (what the views draw)."""
-    first = next((b for b in parts if b.steps_analyzed), None)
+    analyzed = [b for b in parts if b.steps_analyzed]
+    first = next((b for b in analyzed if computes(b)), analyzed[0] if analyzed else None)
     return row_dicts(first.per_step, 200) if first else []

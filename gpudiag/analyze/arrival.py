@@ -224,7 +224,7 @@ def _judge(rows: list[RankWaits], last: np.ndarray, share: np.ndarray, kind: str
     else:
         severity = "info"
     why = (
-        f"its own work is {100 * (work_c / max(work_others, 1e-9) - 1):.0f}% longer"
+        f"its time outside the wait is {100 * (work_c / max(work_others, 1e-9) - 1):.0f}% longer"
         if longer
         else "it starts late: its own work is not longer"
     )
