@@ -22,6 +22,7 @@ from gpudiag.analyze.rules import (
     allocator_stalls,
     batch_not_multiple_of_replicas,
     communication_hidden,
+    compute_bound_options,
     cpu_contention,
     cpu_saturated,
     dataloader_in_main_process,
@@ -102,6 +103,7 @@ RANK_RULES: tuple[RankRule, ...] = (
     layout_transposes,
     full_precision,
     xla_off,
+    compute_bound_options,
     gpu_idle_gaps,
 )
 RUN_RULES: tuple[RunRule, ...] = (straggler,)
