@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from gpudiag.analyze.breakdown import CATEGORIES, profiled_steps, row_dicts
-from gpudiag.trace.timeline import TRANSFER_KINDS, Intervals, Kind, Timeline, union_many
+from gpudiag.trace.timeline import COPY_KINDS, Intervals, Kind, Timeline, union_many
 
 BINS = 160
 MAX_RANKS = 8
@@ -60,7 +60,7 @@ def _window(tl: Timeline, idx: np.ndarray) -> dict[str, Any]:
                 "sync": _r(coverage(tl.device_activity(dev, Kind.COLLECTIVE), edges)),
                 "transfer": _r(
                     coverage(
-                        union_many([tl.device_activity(dev, k) for k in TRANSFER_KINDS]), edges
+                        union_many([tl.device_activity(dev, k) for k in COPY_KINDS]), edges
                     )
                 ),
             }
