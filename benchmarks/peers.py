@@ -65,8 +65,10 @@ DEFINITIONS = {
     "kernels); gpudiag: per step, input wait vs the rest",
     "step ms": "xprof averages every step line of the host; gpudiag: median per worker",
     "device compute ms": "xprof: device op time per step; gpudiag: union of kernels per step",
-    "input %": "xprof: host time in input ops; gpudiag: input wait while the device idles",
-    "other ms": "xprof: step minus its named parts; gpudiag: idle not explained",
+    "input %": "xprof 2.24 cites its 'All Others' share (I/O or Python) as potentially input; "
+    "gpudiag: host input-wait ops while the device idles",
+    "infeed ms": "xprof: infeed ops (TPU, or GPU with step markers); gpudiag: input-wait ops",
+    "off-device ms": "gpudiag input + other; xprof 'All Others' + infeed + host compute",
     "copies ms": "xprof: device-to-device only (its host-to-device copies count as input); "
     "gpudiag: every copy not under compute",
 }
@@ -279,6 +281,21 @@ def _f(props: dict[str, Any], key: str) -> float | None:
         return None
 
 
+# xprof's step parts that are not device work: its "All Others" and input (infeed) time
+OFF_DEVICE = ("other_time_ms_avg", "infeed_time_ms_avg", "host_compute_time_ms_avg")
+
+
+def _sum(props: dict[str, Any], keys: tuple[str, ...]) -> float | None:
+    vals = [_f(props, k) for k in keys]
+    return None if all(v is None for v in vals) else round(sum(v or 0.0 for v in vals), 3)
+
+
+def off_device(b: dict[str, Any], step: Any) -> float | None:
+    if not step or not b:
+        return None
+    return round((b.get("input", 0.0) + b.get("other", 0.0)) * step, 3)
+
+
 def compare_xprof(path: Path, d: dict[str, Any], xp: dict[str, Any]) -> list[Row]:
     name = path.name
     ov = xp.get("overview_page") or {}
@@ -306,12 +323,13 @@ def compare_xprof(path: Path, d: dict[str, Any], xp: dict[str, Any]) -> list[Row
                 ms("transfer"),
                 _f(ov, "device_to_device_time_ms_avg"),
             ),
-            row(name, who, "other ms", ms("other"), _f(ov, "other_time_ms_avg")),
+            row(name, who, "off-device ms", off_device(b, step), _sum(ov, OFF_DEVICE)),
         ]
         m = INPUT_RE.search(str(ip.get("input_conclusion") or ov.get("input_conclusion") or ""))
         rows.append(
             row(name, who, "input %", _pct(b.get("input")), float(m.group(1)) if m else None)
         )
+        rows.append(row(name, who, "infeed ms", ms("input"), _f(ov, "infeed_time_ms_avg")))
     rows.append(
         {
             **row(name, "-", "training?", None, None),
