@@ -125,3 +125,39 @@ def eager_decode_layers(layers: int = 35, layer_us: float = 1_900.0) -> dict[str
         _x("kernel", "sampling_top_k_kernel", 0, 7, t0 + step_us - 9_000.0, 8_000.0, device=0)
     )
     return kineto(ev, device="NVIDIA B200")
+
+
+def tpu_offload_xspace(steps: int = 5, step_ns: int = 10_000_000) -> bytes:
+    """The same TPU program as an XSpace (``.xplane.pb``), as JAX's profiler writes it: a
+    device plane with "XLA Modules" and "XLA Ops" lines, each op's ``hlo_category`` a stat
+    of its metadata. The copy to host memory ends in an op xprof only categorises
+    ("async-copy"), the psum is an "all-reduce"."""
+    from gpudiag.trace.xspace_schema import XSpace
+
+    space = XSpace()
+    plane = space.planes.add(id=2, name="/device:TPU:0")
+    ops = {
+        1: ("broadcast_add_fusion", "loop fusion"),
+        2: ("copy-start.1", "async-copy"),
+        3: ("fusion.10", "async-copy"),
+        4: ("all-reduce", "all-reduce"),
+        5: ("jit_f(123)", ""),
+    }
+    plane.stat_metadata[1].id = 1
+    plane.stat_metadata[1].name = "hlo_category"
+    for i, (name, category) in ops.items():
+        plane.event_metadata[i].id = i
+        plane.event_metadata[i].name = name
+        if category:
+            plane.event_metadata[i].stats.add(metadata_id=1, str_value=category)
+    modules = plane.lines.add(id=1, name="XLA Modules", timestamp_ns=1_000_000)
+    line = plane.lines.add(id=2, name="XLA Ops", timestamp_ns=1_000_000)
+    ps = 1000 * step_ns
+    for k in range(steps):
+        t = k * ps
+        modules.events.add(metadata_id=5, offset_ps=t, duration_ps=int(0.99 * ps))
+        for op, a, b in ((1, 0.0, 0.02), (2, 0.02, 0.03), (3, 0.03, 0.95), (4, 0.95, 0.98)):
+            line.events.add(
+                metadata_id=op, offset_ps=t + int(a * ps), duration_ps=int((b - a) * ps)
+            )
+    return space.SerializeToString()

@@ -222,3 +222,14 @@ def test_compute_bound_gpu_run_is_not_sent_to_an_accelerator():
     tl.meta.device_type = "GPU"
     f = diagnose([tl]).finding("compute-bound-options")
     assert f is not None and f.evidence["accelerator"].startswith("not offered: already on")
+
+
+def test_tpu_offload_xspace_read_through_xprof(tmp_path):
+    pytest.importorskip("xprof.convert")
+    path = tmp_path / "tpu.xplane.pb"
+    path.write_bytes(peer_shapes.tpu_offload_xspace())
+    d = diagnose(load_file(str(path)))
+    assert d.breakdown["compute"] == pytest.approx(0.02, abs=0.01)
+    assert d.breakdown["transfer"] == pytest.approx(0.93, abs=0.02)
+    assert d.devices[0].collective_total == pytest.approx(0.03, abs=0.01)
+    assert d.verdict == "inconclusive" and "copies" in d.reason
