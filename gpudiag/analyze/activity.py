@@ -59,9 +59,7 @@ def _window(tl: Timeline, idx: np.ndarray) -> dict[str, Any]:
                 "compute": _r(coverage(tl.device_activity(dev, Kind.COMPUTE), edges)),
                 "sync": _r(coverage(tl.device_activity(dev, Kind.COLLECTIVE), edges)),
                 "transfer": _r(
-                    coverage(
-                        union_many([tl.device_activity(dev, k) for k in COPY_KINDS]), edges
-                    )
+                    coverage(union_many([tl.device_activity(dev, k) for k in COPY_KINDS]), edges)
                 ),
             }
         )
