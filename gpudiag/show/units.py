@@ -20,7 +20,7 @@ KEY_UNITS = {"waiting_in": " ms"}  # keys kept for compatibility, with their uni
 # what each breakdown category (analyze.breakdown.CATEGORIES) is called in every view
 LABELS = {
     "input": "input wait",
-    "transfer": "host↔device",
+    "transfer": "copies",
     "compute": "compute",
     "sync": "exposed sync",
     "other": "other/idle",

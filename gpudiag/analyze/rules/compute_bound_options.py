@@ -105,13 +105,18 @@ def _batch(
     else:
         high = low
         basis = f"fixed cost {fixed:.0%} of a step shared by {k}x the samples"
-    g = Gain.of((low * high) ** 0.5, low, high, basis + " (per sample, modelled)")
-    g = g.capped(
+    free = Gain.of((low * high) ** 0.5, low, high, basis + " (per sample, modelled)")
+    g = free.capped(
         capacity(cfg.cores, own, host.cpu_others) if cpu else None,
         "the cores other processes leave free are in use",
     )
     if g.high < MIN_GAIN:
-        return Option(key, None, f"{g.basis}: under {MIN_GAIN - 1:.0%} per sample")
+        if free.high >= MIN_GAIN:
+            why = "other processes hold the cores it would fill"
+        else:
+            busy = f" and {use:.0%} of the cores busy" if use is not None else ""
+            why = f"per-step fixed cost {fixed:.0%}{busy}"
+        return Option(key, None, f"{why}: a {k}x batch gains under 2% per sample (modelled)")
     batch = cfg.per_replica_batch
     size = f"batch_size={int(batch) * k}" if batch else f"a {k}x batch"
     return Option(

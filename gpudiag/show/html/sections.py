@@ -25,7 +25,8 @@ def timeline_section(d: Diagnosis) -> str:
         "<h2>Timeline of the profiled windows</h2>",
         '<p class="muted">Per device: share of each time bin spent in '
         f"{swatch('compute')}compute, {swatch('sync')}collectives and "
-        f"{swatch('transfer')}host↔device copies (grey: idle); the host row shows "
+        f"{swatch('transfer')}copies: host↔device and on the device (grey: idle); "
+        "the host row shows "
         f"{swatch('input')}input wait. Dashed lines are step starts.</p>",
     ]
     for rank in d.activity:
