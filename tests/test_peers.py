@@ -233,3 +233,17 @@ def test_tpu_offload_xspace_read_through_xprof(tmp_path):
     assert d.breakdown["transfer"] == pytest.approx(0.93, abs=0.02)
     assert d.devices[0].collective_total == pytest.approx(0.03, abs=0.01)
     assert d.verdict == "inconclusive" and "copies" in d.reason
+
+
+def test_a_timeline_that_only_copies_does_not_dilute_the_run():
+    # a profile split per device (each with its own step line): one device only copies
+    work = synth.periodic(steps=6, step_us=10_000.0, compute_frac=0.5, device="GPU 0")
+    copy = Timeline(meta=Metadata(producer="synthetic"))
+    copy.add_activity(
+        "GPU 1", Kind.COPY, np.arange(6) * 10_000.0 + 7_000.0, np.arange(6) * 10_000.0 + 7_500.0
+    )
+    copy.add_steps(range(6), np.arange(6) * 10_000.0, (np.arange(6) + 1) * 10_000.0)
+    copy.freeze()
+    d = diagnose([work, copy])
+    assert d.breakdown["compute"] == pytest.approx(0.5, abs=0.01)
+    assert "disagree" not in d.reason

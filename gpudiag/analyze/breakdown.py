@@ -152,9 +152,16 @@ def normalised(shares: dict[str, float]) -> dict[str, float]:
     return {k: v / total for k, v in clean.items()}
 
 
+def computes(b: Breakdown) -> bool:
+    """Whether any device of the breakdown computed (or ran collectives) in its steps."""
+    return any(d.computes for d in b.devices)
+
+
 def merge_breakdowns(parts: list[Breakdown]) -> dict[str, float]:
-    """Mean shares over ranks that have analyzed steps."""
-    used = [p for p in parts if p.steps_analyzed]
+    """Mean shares over ranks that have analyzed steps; ranks (or per-device timelines)
+    whose devices only copied are left out when another one computes."""
+    analyzed = [p for p in parts if p.steps_analyzed]
+    used = [p for p in analyzed if computes(p)] or analyzed
     if not used:
         return empty_shares()
     return normalised({c: float(np.mean([p.shares[c] for p in used])) for c in CATEGORIES})
