@@ -220,8 +220,10 @@ def test_options_not_offered_say_why():
 def test_compute_bound_gpu_run_is_not_sent_to_an_accelerator():
     tl = synth.periodic(steps=8, step_us=50_000.0, compute_frac=0.95)
     tl.meta.device_type = "GPU"
+    tl.meta.framework = "pytorch"
     f = diagnose([tl]).finding("compute-bound-options")
     assert f is not None and f.evidence["accelerator"].startswith("not offered: already on")
+    assert "a Keras option" in f.evidence["steps_per_execution"]
 
 
 def test_tpu_offload_xspace_read_through_xprof(tmp_path):

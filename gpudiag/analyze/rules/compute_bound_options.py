@@ -103,8 +103,10 @@ def _batch(
             f"fixed cost {fixed:.0%} of a step shared by {k}x the samples; {use:.0%} of cores busy"
         )
     else:
-        high = low
-        basis = f"fixed cost {fixed:.0%} of a step shared by {k}x the samples"
+        # on an accelerator the idle share may be per-step cost (amortised) or per-kernel
+        # launch gaps (not): from no gain to all of it
+        high, low = low, 1.0
+        basis = f"idle {fixed:.0%} of a step shared by {k}x the samples if it is per-step cost"
     free = Gain.of((low * high) ** 0.5, low, high, basis + " (per sample, modelled)")
     g = free.capped(
         capacity(cfg.cores, own, host.cpu_others) if cpu else None,
@@ -135,6 +137,8 @@ def _steps_per_execution(
     key = "steps_per_execution"
     if (cfg.steps_per_execution or 1) > 1:
         return Option(key, None, f"already in place ({cfg.steps_per_execution})")
+    if cfg.framework not in host_overhead.KERAS:
+        return Option(key, None, f"a Keras option; this is a {cfg.framework or 'non-Keras'} run")
     if host_overhead.ID in elsewhere:
         return Option(key, None, "offered by host-overhead")
     other = shares["other"]
