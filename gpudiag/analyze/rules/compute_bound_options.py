@@ -17,9 +17,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpudiag.analyze.diagnosis import Finding, Suggestion
-from gpudiag.analyze.rules import host_overhead, small_batch
 from gpudiag.analyze.evidence import HostFacts, RankEvidence, Situation, pct
 from gpudiag.analyze.gain import Gain, batch_scaled, capacity, removed
+from gpudiag.analyze.rules import host_overhead, small_batch
 from gpudiag.analyze.verdict import decide
 from gpudiag.trace.runconfig import RunConfig
 
