@@ -1,15 +1,16 @@
-"""``compute-bound-options``: a compute-bound run is told what would still help, and what was
-judged not to, each with its gain or the reason it is not offered. Without it a cached,
-prefetched model on a CPU ends with "compute-bound" and nothing to do.
+"""``compute-bound-options``: a compute-bound run, told what would still help and what not.
 
-The options are the three levers left once input and synchronisation are not the problem:
-a bigger batch (per-step fixed cost shared by more samples; on a CPU, idle cores filled),
+Why it matters: without it a cached, prefetched model on a CPU ends with "compute-bound" and
+nothing to do. Once input and synchronisation are not the problem three levers are left: a
+bigger batch (per-step fixed cost shared by more samples; on a CPU, idle cores filled),
 several steps per execution (only where host time between short steps is the cost, which
-``host-overhead`` judges), and an accelerator (on a CPU-only run). Gains are modelled, never
-measured here, and say so.
+``host-overhead`` judges) and an accelerator (on a CPU-only run). Each is offered with its
+modelled gain (never measured here, and said so) or named with the reason it is not.
 
-    f = detect(evidence)          # info finding: one line per option in its evidence
-    advise(f, situation)          # the options worth offering, with their gains
+Example: "Compute-bound (96.2% compute): what can still help", evidence ``bigger_batch``:
+"not offered: per-step fixed cost 1% and 100% of the cores busy: a 2x batch gains under 2%
+per sample (modelled)". Fix: "Train on a GPU or TPU" (1-20x, not measured), "Try a 2x bigger
+batch" where the model says it pays.
 """
 
 from __future__ import annotations
