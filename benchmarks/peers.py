@@ -69,8 +69,7 @@ DEFINITIONS = {
     "gpudiag: host input-wait ops while the device idles",
     "infeed ms": "xprof: infeed ops (TPU, or GPU with step markers); gpudiag: input-wait ops",
     "off-device ms": "gpudiag input + other; xprof 'All Others' + infeed + host compute",
-    "copies ms": "xprof: device-to-device only (its host-to-device copies count as input); "
-    "gpudiag: every copy not under compute",
+    "copies ms": "xprof: device-to-device copies only; gpudiag: every copy not under compute",
 }
 
 
