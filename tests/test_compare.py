@@ -48,19 +48,28 @@ def test_workers_fix_is_faster_and_named_as_the_change(pair):
     assert c.base.verdict == "data-starved" and c.new.verdict == "compute-bound"
     assert c.share_deltas["input"] < -0.30
     assert "dataloader-in-main-process" in c.gone and "input-wait" in c.gone
+    # applied because the traces show the DataLoader moved to worker processes, not because
+    # a finding went away
+    assert c.changes == ["use_multiprocessing false → true"]
     applied = [r for r in c.remedies if r.status == "applied"]
     assert [r.finding for r in applied] == ["dataloader-in-main-process"]
-    # the gain BASE's report predicted sits next to the measured one (1.41x vs 1.39x here)
     assert applied[0].expected_gain == pytest.approx(1 / c.step_time_ratio, rel=0.05)
+    # 6 steps a side, two of NEW's as slow as BASE's: 1.39x is the estimate, but the 95%
+    # interval reaches 1.0, so no gate fires and the report asks for more steps
+    assert c.work is not None and c.work["unit"] == "step"
+    assert c.work["speedup"] == pytest.approx(1.39, abs=0.01)
+    assert c.work["speedup_interval"][0] <= 1.0 < c.work["speedup_interval"][1]
+    assert not c.work["measurable"] and "record more steps" in c.summary
     assert not c.regressed(0.0)
 
 
-def test_reverse_direction_is_a_regression(pair):
+def test_reverse_direction_is_within_the_noise_of_six_steps(pair):
     base, new = pair
     c = compare(new, base)
     assert c.step_time_ratio == pytest.approx(176.273 / 126.548, abs=1e-3)
-    assert c.regressed(30.0) and not c.regressed(40.0)
+    assert not c.regressed(5.0)  # a gate must not fire on a change the noise allows
     assert "dataloader-in-main-process" in c.appeared
+    assert c.changes == ["use_multiprocessing true → false"]
 
 
 def test_self_compare_ratio_is_exactly_one(pair):
@@ -79,18 +88,40 @@ def test_cli_json_and_exit_codes():
     assert d["base"]["median_step_ms"] == pytest.approx(176.273, abs=0.01)
     assert d["step_time_ratio"] == pytest.approx(0.718, abs=0.001)
     assert set(d["share_deltas"]) >= {"input", "transfer", "compute", "sync", "other"}
+    assert d["work"]["unit"] == "step" and len(d["work"]["interval"]) == 2
+    assert d["config_changes"] == ["use_multiprocessing false → true"]
     slower = run_cli(W4, W0, "--fail-on-regression", "5")
-    assert slower.returncode == 3, slower.stderr
-    assert "slower" in slower.stdout
-    assert run_cli(W4, W0, "--fail-on-regression", "50").returncode == 0
+    assert slower.returncode == 0, slower.stderr  # within the noise of 6 steps
+    assert "no measurable difference" in slower.stdout
     same = run_cli(W0, W0, "--json", "--fail-on-regression", "0")
     assert same.returncode == 0 and json.loads(same.stdout)["step_time_ratio"] == 1.0
+
+
+def test_cli_gate_fires_beyond_the_noise(tmp_path):
+    """60 steps a side, NEW's each 30% longer: a regression no noise explains."""
+    base, slow = tmp_path / "base.json", tmp_path / "slow.json"
+    _write_steps(base, [176.0 + (i % 7) for i in range(60)])
+    _write_steps(slow, [1.3 * (176.0 + (i % 7)) for i in range(60)])
+    r = run_cli(str(base), str(slow), "--fail-on-regression", "20")
+    assert r.returncode == 3, (r.stdout, r.stderr)
+    assert "slower" in r.stdout
+    assert run_cli(str(base), str(slow), "--fail-on-regression", "40").returncode == 0
+
+
+def _write_steps(path, durations_ms: list[float]) -> None:
+    """A gpudiag trace of CPU-only steps of the given durations, batch 32."""
+    w = TraceWriter(str(path), Metadata(producer="gpudiag", batch_size=32))
+    t = 1_000_000.0
+    for i, ms in enumerate(durations_ms):
+        w.step(i, t, t + ms * 1000.0)
+        t += ms * 1000.0 + 50.0
+    w.close()
 
 
 def test_cli_terminal_output_names_the_fix():
     r = run_cli(W0, W4)
     assert r.returncode == 0, r.stderr
-    assert "0.718" in r.stdout and "1.39× faster" in r.stdout
+    assert "0.718" in r.stdout and "within the noise" in r.stdout
     assert "Load data in worker processes" in r.stdout and "applied" in r.stdout
     assert "33.9%" in r.stdout and "-33.1 pp" in r.stdout  # numbers beside the bars
 

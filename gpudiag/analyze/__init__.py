@@ -80,6 +80,7 @@ def diagnose(timelines: list[Timeline], cpu_count: int | None = None) -> Diagnos
         producer=", ".join(sorted({tl.meta.producer for tl in timelines})),
         activity=_activity(timelines, labels, parts),
         run=ranks[0].run.to_dict(),
+        config=ranks[0].config.to_dict(),
     )
 
 

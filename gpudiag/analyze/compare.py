@@ -2,13 +2,16 @@
 
     c = compare(diagnose(base_timelines), diagnose(new_timelines))
     c.step_time_ratio      # NEW median step / BASE median step (0.72: NEW is faster)
+    c.work                 # time per sample (or per step) NEW/BASE, its 95% interval
     c.share_deltas         # {"input": -0.33, "compute": +0.15, ...} (NEW - BASE, fractions)
-    c.gone, c.appeared     # finding ids
-    c.remedies             # each of BASE's suggestions: applied (its finding went away) or not
+    c.changes              # what the recorded configurations say changed
+    c.remedies             # each of BASE's suggestions: applied, not applied or unknown
 
-A remedy counts as applied when the finding it addresses is gone from NEW; its measured
-speed-up (BASE median / NEW median) is then set beside the gain BASE's report predicted.
-The step figure is the median over all recorded steps, so warm-up outliers move it little.
+Runs are compared on work per second: time per sample where both recorded their global
+batch (a 4x batch makes a step longer and the run faster), per step otherwise, and always
+with the interval the runs' own step-to-step and epoch-to-epoch noise allows
+(``step_ratio.py``). A remedy counts as applied when the configuration field it acts on
+changed its way (``attribution.py``), never because a finding went away.
 """
 
 from __future__ import annotations
@@ -16,8 +19,14 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from gpudiag.analyze.attribution import config_changes, remedy_status
 from gpudiag.analyze.breakdown import CATEGORIES
 from gpudiag.analyze.diagnosis import Diagnosis
+from gpudiag.analyze.step_ratio import StepRatio, epoch_medians, step_ratio
+
+# Below this many steps on a side the interval is wide and the report says so (a few dozen
+# steps is what a step-to-step comparison needs to resolve a 10% change on a noisy host).
+FEW_STEPS = 20
 
 
 @dataclass
@@ -33,6 +42,8 @@ class RunFigures:
     breakdown: dict[str, float]
     findings: list[str]
     sources: list[str]
+    global_batch: int | None = None
+    phases: list[str] = field(default_factory=list)  # slowdowns etc. the run went through
 
     @classmethod
     def of(cls, d: Diagnosis) -> RunFigures:
@@ -47,7 +58,14 @@ class RunFigures:
             {k: round(v, 4) for k, v in d.breakdown.items()},
             d.finding_ids,
             list(d.sources),
+            d.config.get("global_batch"),
+            [_phase_text(p) for p in (d.run or {}).get("phases") or [] if isinstance(p, dict)],
         )
+
+
+def _phase_text(p: dict[str, Any]) -> str:
+    what = str(p.get("detail") or p.get("kind") or "phase")
+    return f"{what} ({p.get('start_s', 0):.0f} s in, {p.get('duration_s', 0):.0f} s long)"
 
 
 @dataclass
@@ -75,6 +93,9 @@ class Comparison:
     gone: list[str] = field(default_factory=list)
     remedies: list[RemedyCheck] = field(default_factory=list)
     summary: str = ""
+    # time per unit of work NEW/BASE with its interval; None when a side has no step times
+    work: dict[str, Any] | None = None
+    changes: list[str] = field(default_factory=list)  # configuration fields that differ
 
     @property
     def slower_pct(self) -> float | None:
@@ -84,9 +105,14 @@ class Comparison:
         return 100.0 * (self.step_time_ratio - 1.0)
 
     def regressed(self, pct: float) -> bool:
-        """True when NEW's median step is more than ``pct`` percent slower than BASE's."""
-        slower = self.slower_pct
-        return slower is not None and slower > pct
+        """True when NEW does its work more than ``pct`` percent slower than BASE, beyond the
+        runs' noise: even the interval's most favourable end is that much slower."""
+        if self.work is None:
+            slower = self.slower_pct
+            return slower is not None and slower > pct
+        if self.work["contended"]:
+            return False  # a neighbour's share of the CPU cannot be told from the change's
+        return bool(self.work["measurable"]) and self.work["interval"][0] > 1.0 + pct / 100.0
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -99,6 +125,8 @@ class Comparison:
             "findings_gone": self.gone,
             "remedies": [r.to_dict() for r in self.remedies],
             "summary": self.summary,
+            "work": self.work,
+            "config_changes": self.changes,
         }
 
 
@@ -132,48 +160,61 @@ def _check(
     finding: str,
     gain: float,
     rng: list[float],
-    new_ids: set[str],
-    base_ids: set[str],
+    base: dict[str, Any],
+    new: dict[str, Any],
     speedup: float | None,
+    measurable: bool,
 ) -> RemedyCheck:
-    if not finding or finding not in base_ids:
-        return RemedyCheck(
-            title,
-            finding,
-            gain,
-            rng,
-            "unknown",
-            "not tied to a finding: the traces cannot show whether it was done",
+    status, why = remedy_status(title, base, new)
+    if status == "applied":
+        measured = (
+            "speed not comparable"
+            if speedup is None
+            else f"measured {speedup:.2f}× speed-up"
+            + ("" if measurable else " (point estimate, within the noise)")
         )
-    if finding in new_ids:
-        return RemedyCheck(
-            title, finding, gain, rng, "not applied", f"{finding} is still present in NEW"
+        why += f"; {measured}, {_predicted(gain, rng, speedup)}"
+    return RemedyCheck(title, finding, gain, rng, status, why)
+
+
+def _speed(c: Comparison) -> str:
+    w = c.work
+    if w is None:
+        return "step times cannot be compared (a run has no recorded training steps)"
+    unit = w["unit"]
+    lo, hi = w["speedup_interval"]
+    span = f"95% interval {lo:.2f}–{hi:.2f}×"
+    if not w["measurable"]:
+        why = f"{span} holds 1.00×"
+        few = min(c.base.steps, c.new.steps)
+        if few < FEW_STEPS:
+            why += f"; with {few} steps on a side the noise is wide: record more steps"
+        text = (
+            f"no measurable difference in time per {unit}: median step ×"
+            f"{c.step_time_ratio:.2f}, within the noise ({why})"
         )
-    measured = (
-        f"measured {speedup:.2f}× step speed-up"
-        if speedup is not None
-        else "step times not comparable"
-    )
-    return RemedyCheck(
-        title,
-        finding,
-        gain,
-        rng,
-        "applied",
-        f"{finding} is gone in NEW; {measured}, {_predicted(gain, rng, speedup)}",
-    )
+    else:
+        s = w["speedup"]
+        if s >= 1.0:
+            text = f"NEW does {s:.2f}× the work per second of BASE ({span}, per {unit})"
+        else:
+            text = f"NEW is {100 * (1 / s - 1):.1f}% slower per {unit} ({span})"
+        if unit == "sample" and c.base.global_batch != c.new.global_batch:
+            text += (
+                f"; batch {c.base.global_batch} → {c.new.global_batch}, so the median step "
+                f"changed ×{c.step_time_ratio:.2f}"
+            )
+    if w["contended"]:
+        who = " and ".join(f"{k} ({v:.0f}%)" for k, v in w["contended"].items())
+        text += (
+            f"; other processes took the host CPU during {who}, so the difference may be "
+            "theirs, not the change's: time both again on a quiet machine (no gate fires)"
+        )
+    return text
 
 
 def _summary(c: Comparison) -> str:
-    if c.step_time_ratio is None:
-        return "step times cannot be compared (a run has no recorded training steps)"
-    pct = c.slower_pct or 0.0
-    if abs(pct) < 0.05:
-        speed = "NEW's median step equals BASE's"
-    elif pct < 0:
-        speed = f"NEW is {1.0 / c.step_time_ratio:.2f}× faster ({-pct:.1f}% shorter median step)"
-    else:
-        speed = f"NEW is {pct:.1f}% slower (median step ×{c.step_time_ratio:.2f})"
+    speed = _speed(c)
     applied = [r for r in c.remedies if r.status == "applied"]
     if applied:
         what = (
@@ -181,12 +222,56 @@ def _summary(c: Comparison) -> str:
             if len(applied) == 1
             else "; remedies BASE suggested were applied (the speed-up is theirs together): "
         )
-        what += ", ".join(f"{r.title} ({r.finding} gone)" for r in applied)
-    elif c.remedies and any(r.status == "not applied" for r in c.remedies):
-        what = "; none of the remedies BASE suggested shows as applied (their findings remain)"
+        what += ", ".join(f"{r.title} ({r.note.split(';')[0]})" for r in applied)
+    elif c.changes:
+        what = "; changed: " + ", ".join(c.changes) + " (not a remedy BASE suggested)"
+    elif c.remedies and all(r.status == "unknown" for r in c.remedies):
+        what = "; the traces do not record what changed, so no remedy can be named as applied"
     else:
         what = ""
     return speed + what
+
+
+def _work(base: Diagnosis, new: Diagnosis, b: RunFigures, n: RunFigures) -> dict[str, Any] | None:
+    """Time per unit of work NEW/BASE, its interval, and whether it is beyond the noise."""
+    r = step_ratio(
+        base.steps.get("sample_ms") or [],
+        new.steps.get("sample_ms") or [],
+        epoch_medians(base.run or {}),
+        epoch_medians(new.run or {}),
+    )
+    if r is None:
+        return None
+    unit = "step"
+    if b.global_batch and n.global_batch:
+        r, unit = r.scaled(b.global_batch / n.global_batch), "sample"
+    out = _interval_dict(r, unit)
+    out["contended"] = {
+        name: pct
+        for name, d in (("BASE", base), ("NEW", new))
+        if (pct := _others_pct(d)) is not None
+    }
+    return out
+
+
+def _others_pct(d: Diagnosis) -> float | None:
+    """Share (%) of the host CPU other processes took during a run, when it was enough for
+    the ``cpu-contention`` finding; None otherwise."""
+    f = d.finding("cpu-contention")
+    pct = f.evidence.get("cpu_other_processes_p50_pct") if f is not None else None
+    return float(pct) if isinstance(pct, int | float) else None
+
+
+def _interval_dict(r: StepRatio, unit: str) -> dict[str, Any]:
+    return {
+        "unit": unit,
+        "ratio": round(r.ratio, 4),
+        "interval": [round(r.low, 4), round(r.high, 4)],
+        "speedup": round(1.0 / r.ratio, 4),
+        "speedup_interval": [round(1.0 / r.high, 4), round(1.0 / r.low, 4)],
+        "measurable": r.measurable,
+        "basis": r.basis,
+    }
 
 
 def compare(base: Diagnosis, new: Diagnosis) -> Comparison:
@@ -197,7 +282,8 @@ def compare(base: Diagnosis, new: Diagnosis) -> Comparison:
         c: round(new.breakdown.get(c, 0.0) - base.breakdown.get(c, 0.0), 4) for c in CATEGORIES
     }
     base_ids, new_ids = set(b.findings), set(n.findings)
-    speedup = 1.0 / ratio if ratio else None
+    work = _work(base, new, b, n)
+    speedup = work["speedup"] if work else (1.0 / ratio if ratio else None)
     seen: set[tuple[str, str]] = set()
     remedies = []
     for s in base.suggestions:
@@ -211,9 +297,10 @@ def compare(base: Diagnosis, new: Diagnosis) -> Comparison:
                 s.finding,
                 s.expected_gain,
                 list(s.expected_gain_range),
-                new_ids,
-                base_ids,
+                base.config,
+                new.config,
                 speedup,
+                bool(work and work["measurable"]),
             )
         )
     c = Comparison(
@@ -224,6 +311,8 @@ def compare(base: Diagnosis, new: Diagnosis) -> Comparison:
         appeared=[f for f in n.findings if f not in base_ids],
         gone=[f for f in b.findings if f not in new_ids],
         remedies=remedies,
+        work=work,
+        changes=[str(ch) for ch in config_changes(base.config, new.config)],
     )
     c.summary = _summary(c)
     return c

@@ -101,6 +101,9 @@ class Diagnosis:
     activity: list[dict[str, Any]] = field(default_factory=list)
     # the whole run: profiler windows (phase, weight, verdict), phases, per-epoch step times
     run: dict[str, Any] = field(default_factory=dict)
+    # what the run already does (RunConfig.to_dict() of the first rank): compare reads what
+    # changed between two runs from it
+    config: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.verdict not in VERDICTS:
@@ -131,4 +134,5 @@ class Diagnosis:
             "producer": self.producer,
             "activity": self.activity,
             "run": self.run,
+            "config": self.config,
         }

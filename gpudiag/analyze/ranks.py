@@ -80,8 +80,13 @@ def config_of(tl: Timeline, cpu_count: int | None = None) -> RunConfig:
         cfg.python_ops = True
     if (pipe.get("sequential_map") or pipe.get("py_function")) and cfg.input_kind is None:
         cfg.input_kind = "tf.data"
-    if pipe.get("dataloader_workers") is not None and cfg.input_kind is None:
-        cfg.input_kind = "dataloader"
+    loader_workers = pipe.get("dataloader_workers")
+    if loader_workers is not None:
+        cfg.input_kind = cfg.input_kind or "dataloader"
+        if cfg.use_multiprocessing is None:  # 0: in the training process; else worker processes
+            cfg.use_multiprocessing = loader_workers != 0
+        if loader_workers == 0 and cfg.workers is None:
+            cfg.workers = 0
     cfg.fill(
         RunConfig(
             framework=meta.framework or None,

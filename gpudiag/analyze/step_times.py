@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from gpudiag.analyze.breakdown import Breakdown
+from gpudiag.analyze.step_ratio import evenly
 from gpudiag.trace.timeline import Timeline
 
 
@@ -96,4 +97,13 @@ def step_stats(timelines: list[Timeline], parts: list[Breakdown]) -> dict[str, o
         "median_ms": round(weighted_quantile(durations, weights, 0.5) / 1000.0, 3),
         "p90_ms": round(weighted_quantile(durations, weights, 0.9) / 1000.0, 3),
         "max_ms": round(float(np.max(durations)) / 1000.0, 3),
+        # evenly across the run, for comparisons with their interval (analyze/step_ratio.py)
+        "sample_ms": [round(float(v) / 1000.0, 3) for v in evenly(_each_batch(durations, weights))],
     }
+
+
+def _each_batch(durations: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """One value per batch, in run order, where that stays small; the values alone beyond."""
+    if weights.sum() > 1_000_000:
+        return durations
+    return np.repeat(durations, np.maximum(weights, 0).astype(np.int64))

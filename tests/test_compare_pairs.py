@@ -1,0 +1,83 @@
+"""``gpudiag compare`` on real before/after pairs recorded by DiagnoseCallback: a 4× batch, the
+same run on a machine made noisy, and a distribution strategy dropped (tests/compare_pairs.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import REPO
+
+pytestmark = [pytest.mark.train, pytest.mark.timeout(300)]
+pytest.importorskip("tensorflow")
+
+
+@pytest.fixture(scope="module")
+def pairs(tmp_path_factory):
+    out = tmp_path_factory.mktemp("pairs")
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "TF_ENABLE_ONEDNN_OPTS": "0"}
+    r = subprocess.run(
+        [sys.executable, "-m", "tests.compare_pairs", str(out)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=280,
+        env=env,
+    )
+    line = next((ln for ln in r.stdout.splitlines() if ln.startswith("RESULT ")), None)
+    assert line is not None, f"{r.stdout[-2000:]}\n{r.stderr[-3000:]}"
+    return json.loads(line[len("RESULT ") :])
+
+
+def _compare(pair: list[dict], *gate: str) -> tuple[int, dict]:
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "gpudiag",
+            "compare",
+            pair[0]["trace"],
+            pair[1]["trace"],
+            "--json",
+            *gate,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert r.returncode in (0, 3), r.stderr
+    return r.returncode, json.loads(r.stdout)
+
+
+def test_a_bigger_batch_is_compared_per_sample(pairs):
+    rc, d = _compare(pairs["batch"], "--fail-on-regression", "5")
+    assert rc == 0  # longer steps, each doing 4x the work: not a regression
+    assert d["work"]["unit"] == "sample" and d["config_changes"] == ["global_batch 32 → 128"]
+    assert d["step_time_ratio"] > 1.0  # each step is longer ...
+    assert d["work"]["speedup"] > 1.0  # ... each sample cheaper
+    assert d["work"]["measurable"] or d["work"]["contended"]  # beyond the noise on a quiet host
+    wall = pairs["batch"][0]["us_per_sample"] / pairs["batch"][1]["us_per_sample"]
+    assert wall > 1.0  # the runs' own clocks agree on the direction
+    assert "slower" not in d["summary"] and "per sample" in d["summary"]
+
+
+def test_a_noisy_machine_is_not_a_regression(pairs):
+    rc, d = _compare(pairs["noisy"], "--fail-on-regression", "5")
+    assert "cpu-contention" in d["new"]["findings"]
+    assert "NEW" in d["work"]["contended"]
+    assert rc == 0  # whatever the ratio, a neighbour's share of the CPU fires no gate
+    assert "may be theirs, not the change's" in d["summary"] and "quiet machine" in d["summary"]
+    assert not d["config_changes"]
+
+
+def test_a_dropped_strategy_is_named_not_mistaken_for_a_remedy(pairs):
+    _, d = _compare(pairs["strategy"])
+    assert d["config_changes"] == ["replicas 2 → 1"]
+    assert all(r["status"] != "applied" for r in d["remedies"])
+    assert "replicas 2 → 1 (not a remedy BASE suggested)" in d["summary"]
+    more_work = [r for r in d["remedies"] if "more work per all-reduce" in r["title"]]
+    assert all(r["status"] == "not applied" for r in more_work)
