@@ -47,10 +47,12 @@ def render_comparison(c: Comparison, base_label: str, new_label: str) -> Rendera
     ]
     head = Text()
     if c.step_time_ratio is not None:
-        faster = c.step_time_ratio < 1.0
+        w = c.work or {}
+        judged = bool(w.get("measurable")) and not w.get("contended")
+        faster = w.get("speedup", 1.0) > 1.0
         head.append(
             f"step time ratio NEW/BASE {c.step_time_ratio:.3f}  ",
-            style="bold green" if faster else ("bold red" if c.step_time_ratio > 1.0 else "bold"),
+            style=("bold green" if faster else "bold red") if judged else "bold",
         )
     head.append(clean(c.summary))
     parts += [head, Text("")]
