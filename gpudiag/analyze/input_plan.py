@@ -56,14 +56,30 @@ def _cores(s: Situation) -> int:
     return s.config.cores or 1  # unknown: claim no parallel speed-up
 
 
-def _headroom(s: Situation) -> float | None:
+def _headroom(s: Situation, contended: bool = False) -> float | None:
     """How much more CPU the run could use at best: only bounded on CPU-only runs, where the
-    model and the input pipeline share the cores. Other processes' load is left out on
-    purpose: it comes and goes, and the same run must get the same remedies (a neighbour is
-    reported by ``cpu-contention``)."""
+    model and the input pipeline share the cores. Which remedies are offered ignores other
+    processes (their load comes and goes, and the same run must get the same remedies);
+    with ``contended`` the gains do not: a gain is never promised out of cores a neighbour
+    was measured holding (``cpu-contention``)."""
     if not s.cpu_device:
         return None
-    return capacity(s.config.cores, s.host.own_cores())
+    others = _others_pct(s) if contended else None
+    return capacity(s.config.cores, s.host.own_cores(), others)
+
+
+def _others_pct(s: Situation) -> float | None:
+    f = s.findings.get("cpu-contention")
+    pct = f.evidence.get("cpu_other_processes_p50_pct") if f is not None else None
+    return float(pct) if isinstance(pct, int | float) else None
+
+
+def _head_why(s: Situation, head: float) -> str:
+    why = f"CPU-only run: at most {head:.2f}× more CPU available"
+    others = _others_pct(s)
+    if others is not None:
+        why += f" while other processes hold {others:.0f}% of the cores (cpu-contention)"
+    return why
 
 
 def _input_gain(s: Situation, n_low: float, n: float, n_high: float) -> Gain:
@@ -77,8 +93,8 @@ def _input_gain(s: Situation, n_low: float, n: float, n_high: float) -> Gain:
     )
     if input_work(s) == "python-waiting":
         return g  # waiting work needs no CPU: the cores do not bound it
-    head = _headroom(s)
-    return g.capped(head, f"CPU-only run: at most {head:.2f}× more CPU available" if head else "")
+    head = _headroom(s, contended=True)
+    return g.capped(head, _head_why(s, head) if head else "")
 
 
 def _workers_remedy(s: Situation, kind: str) -> list[Suggestion]:

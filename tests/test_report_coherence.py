@@ -1,0 +1,46 @@
+"""A report that never contradicts itself or what it measured: gains within the CPU a
+neighbour left, a remedy for every multi-replica finding, one input figure everywhere."""
+
+from __future__ import annotations
+
+import pytest
+
+from gpudiag.analyze.gain import pipelined
+from tests.test_remedies import NATIVE_SEQ, PARALLEL, run
+
+
+def test_gain_capped_by_the_cpu_other_processes_hold():
+    """Other processes held 53% of the 2 cores: a parallel map cannot get 1.67×."""
+    quiet = run(NATIVE_SEQ, {"cpu_total": 50.0, "cpu_process": 90.0}, input_frac=0.4)
+    busy = run(
+        NATIVE_SEQ,
+        {"cpu_total": 98.0, "cpu_process": 90.0, "cpu_others": 53.0},
+        input_frac=0.4,
+    )
+    assert "cpu-contention" in busy.finding_ids
+    q = next(s for s in quiet.suggestions if s.title == PARALLEL)
+    b = next(s for s in busy.suggestions if s.title == PARALLEL)
+    assert q.expected_gain == pytest.approx(pipelined(0.4, 2), abs=0.01)
+    # 2 cores x 47% free / 0.9 cores in use = 1.04x at most
+    assert b.expected_gain == pytest.approx(2 * 0.47 / 0.9, abs=0.01)
+    assert b.expected_gain_range[1] <= 1.05
+    assert "other processes hold 53%" in b.basis
+    # the same remedies either way: only the promise changes
+    assert [s.title for s in quiet.suggestions if s.finding != "cpu-contention"] == [
+        s.title for s in busy.suggestions if s.finding not in ("cpu-contention",)
+    ]
+
+
+@pytest.mark.parametrize("sync", [0.0, 0.1])
+def test_small_model_on_several_replicas_is_told_what_one_replica_gives(sync):
+    cfg = {"replicas": 2, "global_batch": 64, "params": 8449}
+    d = run(cfg, compute_frac=0.1, sync_frac=sync)
+    assert "small-model-multi-gpu" in d.finding_ids
+    one = next(s for s in d.suggestions if s.title == "Train on one replica (fewer devices)")
+    rest = 1.0 - 0.1 - sync  # idle host time in this synthetic step
+    assert one.expected_gain == pytest.approx(1 / (0.1 * 2 + rest / 2), abs=0.01)
+    assert one.expected_gain_range[0] <= one.expected_gain <= one.expected_gain_range[1]
+    assert "8449 parameters" in one.detail
+    assert ("Give each replica more work per all-reduce" in [s.title for s in d.suggestions]) == (
+        sync > 0.02
+    )
