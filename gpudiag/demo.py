@@ -126,10 +126,19 @@ def run_demo(quick: bool = False, out_dir: str | None = None) -> int:
     top = next((s for s in suggestions if s.title.startswith("Parallelise the tf.data map")), None)
     console.print(Rule("run 2: gpudiag's fix applied"))
     if top is not None:
+        rank = suggestions.index(top) + 1
         console.print(
-            f"Applying gpudiag's remedy: [bold]{top.title}[/] — "
-            "ds.map(load, num_parallel_calls=tf.data.AUTOTUNE)"
+            f"Applying gpudiag's remedy #{rank}: [bold]{top.title}[/] — "
+            "ds.map(load, num_parallel_calls=tf.data.AUTOTUNE), a one-line change"
         )
+        for i, other in enumerate(suggestions[: rank - 1], start=1):
+            console.print(
+                f"  (#{i} {other.title}, "
+                f"{gain_text(other.expected_gain, other.expected_gain_range)}"
+                ", would help too; the demo keeps to the smallest change)",
+                style="bright_black",
+                highlight=False,
+            )
     else:
         console.print(
             "gpudiag did not suggest parallelising the map on this run; applying it "

@@ -44,3 +44,36 @@ def test_small_model_on_several_replicas_is_told_what_one_replica_gives(sync):
     assert ("Give each replica more work per all-reduce" in [s.title for s in d.suggestions]) == (
         sync > 0.02
     )
+
+
+def test_waiting_python_is_not_said_to_hold_the_gil():
+    """The demo's decode sleeps: the workers remedy must not claim threads cannot help while
+    the parallel map beside it is offered, and no fractional worker count is printed."""
+    waiting = {**NATIVE_SEQ, "python_ops": True}
+    d = run(waiting, {"cpu_total": 30.0, "cpu_process": 25.0}, input_frac=0.6, compute_frac=0.3)
+    by_title = {s.title: s for s in d.suggestions}
+    assert PARALLEL in by_title
+    workers = next(s for t, s in by_title.items() if "worker processes" in t)
+    assert "holds the GIL" not in workers.detail and "threads run it in parallel" in workers.detail
+    assert "mostly waits" in by_title[PARALLEL].detail
+    assert "2 worker processes" in workers.basis and "2.3 workers" not in workers.basis
+
+
+def test_pydataset_without_workers_is_said_to_run_inline():
+    cfg = {"input_kind": "pydataset", "python_ops": True, "workers": 1, "root_prefetch": True}
+    d = run(cfg, {"cpu_total": 60.0, "cpu_process": 120.0}, input_frac=0.5, compute_frac=0.3)
+    detail = next(s.detail for s in d.suggestions if "worker processes" in s.title)
+    assert "inline" in detail and "in threads" not in detail
+
+
+def test_evidence_reads_as_written():
+    from gpudiag.analyze.rules import partial_last_batch
+    from gpudiag.show.units import evidence_item
+
+    assert evidence_item("kernels_per_step", 900.0) == "kernels per step 900"
+    assert evidence_item("kernels_per_step", 12.5) == "kernels per step 12.5"
+    wait = evidence_item("waiting_in", {"IteratorGetNextOp::DoCompute": 0.42})
+    assert wait.startswith("total wait over the profiled steps in")
+    assert evidence_item("steps", 5) == "profiled steps 5"
+    assert partial_last_batch._split(7, 2) == "3–4 each"
+    assert partial_last_batch._split(6, 2) == "3 each"

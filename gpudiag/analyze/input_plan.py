@@ -82,14 +82,15 @@ def _head_why(s: Situation, head: float) -> str:
     return why
 
 
-def _input_gain(s: Situation, n_low: float, n: float, n_high: float) -> Gain:
-    """Producer spread over ``n`` effective workers (``n_low``..``n_high`` for the range)."""
+def _input_gain(s: Situation, n_low: float, n: float, n_high: float, spread: str) -> Gain:
+    """Producer spread over ``n`` effective workers (``n_low``..``n_high`` for the range);
+    ``spread`` says over what, in the user's terms."""
     inp = s.shares["input"]
     g = Gain.of(
         pipelined(inp, n),
         pipelined(inp, n_low),
         pipelined(inp, n_high),
-        f"input wait {inp:.0%} of step time, producer spread over {n:g} workers",
+        f"input wait {inp:.0%} of step time, producer spread over {spread}",
     )
     if input_work(s) == "python-waiting":
         return g  # waiting work needs no CPU: the cores do not bound it
@@ -108,34 +109,60 @@ def _workers_remedy(s: Situation, kind: str) -> list[Suggestion]:
     # per-worker speed: processes lose some to pickling and queues (PROCESS_EFFICIENCY); work
     # moved out of a tf.data py_function also sheds that op's per-element call overhead
     scale = 1.0 / max(1, have) if cfg.input_kind == "pydataset" else 1.0
+    procs = f"{n} worker processes" + (f" (from {have})" if scale < 1.0 else "")
     if cfg.input_kind == "tf.data":
         g = _input_gain(
             s,
             n * PROCESS_EFFICIENCY * scale,
             n * PY_FUNCTION_SHED * scale,
             n * PY_FUNCTION_SHED * scale,
+            f"{procs}, each also shedding the py_function's per-call overhead "
+            f"(×{PY_FUNCTION_SHED:g} a plain worker's rate at best)",
         )
     else:
         g = _input_gain(
-            s, n * PROCESS_EFFICIENCY * scale, n * PROCESS_EFFICIENCY * scale, n * scale
+            s,
+            n * PROCESS_EFFICIENCY * scale,
+            n * PROCESS_EFFICIENCY * scale,
+            n * scale,
+            f"{procs} at {PROCESS_EFFICIENCY:.0%} of a core each (pickling, queues)",
         )
     where = {
         "generator": "Replace the generator with a keras.utils.PyDataset whose __getitem__ "
         "builds one batch",
-        "pydataset": f"Your PyDataset runs {have} worker(s)"
-        + ("" if cfg.use_multiprocessing else " in threads"),
+        "pydataset": _pydataset_now(cfg.workers, cfg.use_multiprocessing),
         "tf.data": "Move the Python step (py_function/numpy_function) out of tf.data into a "
         "keras.utils.PyDataset whose __getitem__ builds one batch",
     }.get(cfg.input_kind or "", "Produce batches in a keras.utils.PyDataset")
     return [
         g.suggestion(
             f"Run the Python input in {n} worker processes",
-            f"{where}: PyDataset(workers={n}, use_multiprocessing=True). Python code holds the "
-            "GIL, so threads (parallel map, thread workers) cannot run it in parallel; "
-            "processes can.",
+            f"{where}: PyDataset(workers={n}, use_multiprocessing=True). "
+            + _why_processes(s, kind),
             _finding(s, "python-generator", "gil-pressure", "input-wait"),
         )
     ]
+
+
+def _pydataset_now(workers: int | None, processes: bool | None) -> str:
+    """How Keras runs the user's PyDataset today: inline (no workers), threads or processes."""
+    if not workers or (workers <= 1 and not processes):
+        return "Keras runs your PyDataset inline, on the training thread (workers=1)"
+    return f"Your PyDataset runs {workers} worker " + ("processes" if processes else "threads")
+
+
+def _why_processes(s: Situation, kind: str) -> str:
+    if kind == "python-waiting":
+        own = s.host.own_cores()
+        busy = f" (this run keeps {own:.2f} cores busy)" if own is not None else ""
+        return (
+            f"The Python step mostly waits{busy}, which releases the GIL, so threads run it in "
+            "parallel too; processes also keep its CPU work off the training process."
+        )
+    return (
+        "Python code holds the GIL, so threads (parallel map, thread workers) cannot run it "
+        "in parallel; processes can."
+    )
 
 
 def _parallel_map_remedy(s: Situation) -> list[Suggestion]:
@@ -145,13 +172,18 @@ def _parallel_map_remedy(s: Situation) -> list[Suggestion]:
     n = _cores(s)
     if n < 2:
         return []
-    g = _input_gain(s, n, n, n)
+    waiting = input_work(s) == "python-waiting"
+    g = _input_gain(s, n, n, n, f"{n} parallel calls")
+    why = (
+        "The Python in it mostly waits (a sleep or a read releases the GIL), so calls overlap."
+        if waiting
+        else "TF ops run outside the GIL, so the map spreads over them."
+    )
     return [
         g.suggestion(
             "Parallelise the tf.data map",
             f"ds.map(fn, num_parallel_calls=tf.data.AUTOTUNE): {cfg.sequential_maps} map(s) now "
-            f"run on one core; this run has {n} cores. TF ops run outside the GIL, so the map "
-            "spreads over them.",
+            f"run one element at a time; this run has {n} cores. {why}",
             _finding(s, "sequential-map", "input-wait"),
         )
     ]

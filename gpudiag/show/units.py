@@ -17,6 +17,8 @@ UNIT_SUFFIXES = (
     ("_s", " s"),
 )
 KEY_UNITS = {"waiting_in": " ms"}  # keys kept for compatibility, with their unit
+# keys whose name alone would leave a reader guessing what the figure covers
+KEY_LABELS = {"waiting_in": "total wait over the profiled steps in", "steps": "profiled steps"}
 # what each breakdown category (analyze.breakdown.CATEGORIES) is called in every view
 LABELS = {
     "input": "input wait",
@@ -34,7 +36,7 @@ def evidence_item(key: str, value: object) -> str:
         if key.endswith(suffix):
             key, unit = key[: -len(suffix)], u
             break
-    label = key.replace("_", " ")
+    label = KEY_LABELS.get(key, key.replace("_", " "))
     if isinstance(value, dict):
         inner = ", ".join(f"{kk}: {vv}{unit}" for kk, vv in list(value.items())[:2])
         return f"{label}: {inner}"
@@ -42,6 +44,8 @@ def evidence_item(key: str, value: object) -> str:
         return f"{label}: not measured"
     if isinstance(value, bool):
         return f"{label}: {'yes' if value else 'no'}"
+    if not unit and isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
+        value = int(value)  # a count: "kernels per step 900", not "900.0"
     return f"{label} {value}{unit}"
 
 

@@ -29,7 +29,7 @@ def detect(ev: RankEvidence) -> Finding | None:
     return Finding(
         ID,
         "high" if bn else "moderate",
-        f"Last batch has {last} samples ({last / replicas:.1f} per replica)"
+        f"Last batch has {last} samples for {replicas} replicas ({_split(last, replicas)})"
         + (" and the model has BatchNormalization" if bn else ""),
         {
             "samples": samples,
@@ -53,3 +53,11 @@ def advise(f: Finding, s: Situation) -> list[Suggestion]:
             ID,
         )
     ]
+
+
+def _split(samples: int, replicas: int) -> str:
+    """How a batch falls on the replicas, in whole samples: "3 each", "3–4 each"."""
+    low, extra = divmod(samples, replicas)
+    if low == 0:
+        return f"{samples} replica(s) get 1, the others none"
+    return f"{low} each" if not extra else f"{low}–{low + 1} each"
