@@ -32,13 +32,23 @@ def test_one_replica_is_never_flagged():
 
 def test_advises_more_work_per_all_reduce_when_sync_is_exposed():
     f = rule.detect(lint(replicas=2, global_batch=8, params=10, framework="tensorflow"))
-    (sug,) = rule.advise(f, situation({"replicas": 2, "global_batch": 8}, sync=0.2))
+    one, sug = rule.advise(f, situation({"replicas": 2, "global_batch": 8}, sync=0.2))
+    assert one.title == "Train on one replica (fewer devices)"
     assert sug.title == "Give each replica more work per all-reduce"
     assert "now 4 per replica" in sug.detail and "fewer devices" in sug.detail
     assert sug.expected_gain > 1.1
 
 
-def test_no_advice_while_the_all_reduce_costs_nothing():
+def test_only_fewer_replicas_while_the_all_reduce_costs_nothing():
     f = rule.detect(lint(replicas=2, global_batch=8, params=10))
-    assert rule.advise(f, situation(sync=0.02)) == []
-    assert rule.advise(f, situation(sync=0.03)) != []
+    titles = [s.title for s in rule.advise(f, situation(sync=0.02))]
+    assert titles == ["Train on one replica (fewer devices)"]
+    assert len(rule.advise(f, situation(sync=0.03))) == 2
+
+
+def test_one_replica_gain_from_the_shares():
+    """compute 10% x 2 on one device, host work 90% paid once instead of twice: 1/0.65."""
+    f = rule.detect(lint(replicas=2, global_batch=8, params=10))
+    (one,) = rule.advise(f, situation(compute=0.1, other=0.9))
+    assert one.expected_gain == pytest.approx(1 / (0.1 * 2 + 0.9 / 2), abs=0.01)
+    assert one.expected_gain_range == [1.0, pytest.approx(1 / (0.1 + 0.45), abs=0.01)]

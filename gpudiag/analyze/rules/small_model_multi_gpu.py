@@ -7,7 +7,7 @@ Why it costs time: every step synchronises the gradients and dispatches the step
 replica, while each device gets too little work to hide either.
 Example: ``MirroredStrategy`` over 2 devices for an 8,449-parameter MLP at 32 samples per
 replica (tests/compare_pairs.py records such a run with and without the strategy).
-The fix: train on one device (or fewer), or give each replica more work per all-reduce.
+Fix: train on one device (or fewer), or give each replica more work per all-reduce.
 """
 
 from __future__ import annotations
