@@ -62,3 +62,25 @@ def test_evidence_reads_as_written():
     assert evidence_item("steps", 5) == "profiled steps 5"
     assert partial_last_batch._split(7, 2) == "3–4 each"
     assert partial_last_batch._split(6, 2) == "3 each"
+
+
+def test_a_python_fed_run_shows_one_input_figure_everywhere():
+    """Keras pulls PyDataset batches in Python: the wait lands in 'other'. The headline, the
+    bar, the per-step strip, the rank table and compare must all read it as input wait."""
+    from rich.console import Console
+
+    from gpudiag.analyze.compare import compare
+    from gpudiag.show.report import render_report
+
+    cfg = {"input_kind": "pydataset", "python_ops": True, "workers": 1, "root_prefetch": True}
+    d = run(cfg, {"cpu_total": 60.0, "cpu_process": 110.0}, input_frac=0.0, compute_frac=0.3)
+    assert d.verdict == "data-starved"
+    assert d.breakdown["input"] == pytest.approx(0.7, abs=0.01) and d.breakdown["other"] == 0.0
+    assert "70% of step time, counted as input wait" in d.reason
+    assert [r.verdict for r in d.ranks] == ["data-starved"]
+    assert d.ranks[0].breakdown["input"] == pytest.approx(0.7, abs=0.01)
+    assert d.per_step[0]["input"] == pytest.approx(0.7, abs=0.01)
+    assert compare(d, d).base.breakdown["input"] == pytest.approx(0.7, abs=0.01)
+    console = Console(width=100, record=True)
+    console.print(render_report(d, width=100))
+    assert "input wait 70%" in console.export_text()

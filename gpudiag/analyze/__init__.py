@@ -127,6 +127,9 @@ def _verdict(
         windows_disagree=run.disagree,
         rank_verdicts={s.verdict for s in computing if s.steps},
         contention=next((f for f in findings if f.id == "cpu-contention"), None),
+        other_as_input=_mean(
+            [r.breakdown.other_as_input for r in ranks if r.breakdown.steps_analyzed]
+        ),
     )
     return judge(shares, ranks[0].config, doubts)
 
@@ -166,3 +169,7 @@ def _first_rows(parts: list[Breakdown]) -> list[dict[str, float]]:
     analyzed = [b for b in parts if b.steps_analyzed]
     first = next((b for b in analyzed if computes(b)), analyzed[0] if analyzed else None)
     return row_dicts(first.per_step, 200) if first else []
+
+
+def _mean(values: list[float]) -> float:
+    return sum(values) / len(values) if values else 0.0

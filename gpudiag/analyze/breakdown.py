@@ -17,7 +17,7 @@ figures of the working one.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -57,6 +57,27 @@ class Breakdown:
     work_us: dict[str, np.ndarray] = field(default_factory=dict)
     # exposed host<->device copies (the rest of "transfer" is device-local copies)
     host_transfer: float = 0.0
+    # share of step time measured as 'other' and counted as input wait (``python_fed``)
+    other_as_input: float = 0.0
+
+
+def python_fed(b: Breakdown) -> Breakdown:
+    """The breakdown of a run Keras feeds from Python (a generator or PyDataset): the wait
+    happens in Keras's Python iterator, not in a TF op, and lands in 'other', sometimes as
+    input, sometimes not, from one window to the next (0–46% measured on the same run). There
+    'other' is input wait: the sum is stable, the split is not (docs/method.md). Folded here,
+    once, so the headline, the bar, each window, each rank and compare read one figure."""
+    i, o = CATEGORIES.index("input"), CATEGORIES.index("other")
+    rows = b.per_step.copy()
+    if rows.size:
+        rows[:, i] += rows[:, o]
+        rows[:, o] = 0.0
+    return replace(
+        b,
+        shares={**b.shares, "input": b.shares["input"] + b.shares["other"], "other": 0.0},
+        per_step=rows,
+        other_as_input=b.other_as_input + b.shares["other"],
+    )
 
 
 def empty_shares() -> dict[str, float]:

@@ -33,6 +33,7 @@ from gpudiag.analyze.breakdown import (
     Breakdown,
     normalised,
     profiled_steps,
+    python_fed,
     step_breakdown,
 )
 from gpudiag.analyze.step_times import StepRecords, step_records
@@ -134,9 +135,12 @@ def _windows(tl: Timeline) -> list[tuple[int, int]]:
     return list(zip(heads.tolist(), (lasts + 1).tolist(), strict=True))
 
 
-def whole_run(tl: Timeline) -> RunView:
-    """Phases, windows and the weighted breakdown of one timeline (one rank)."""
+def whole_run(tl: Timeline, fed_from_python: bool = False) -> RunView:
+    """Phases, windows and the weighted breakdown of one timeline (one rank);
+    ``fed_from_python``: Keras pulls the batches from Python (``breakdown.python_fed``)."""
     whole = step_breakdown(tl)
+    if fed_from_python:
+        whole = python_fed(whole)
     r = step_records(tl)
     t0 = float(r.start[0]) if len(r) else 0.0
     view = RunView(breakdown=whole, t0=t0)

@@ -16,7 +16,7 @@ from gpudiag.analyze import rules
 from gpudiag.analyze.arrival import RankTiming, find_waited_for
 from gpudiag.analyze.breakdown import Breakdown
 from gpudiag.analyze.diagnosis import DeviceSummary, Finding, RankSummary
-from gpudiag.analyze.evidence import HostFacts
+from gpudiag.analyze.evidence import PYTHON_FED, HostFacts
 from gpudiag.analyze.gaps import Gaps, idle_gaps
 from gpudiag.analyze.phases import RunView, whole_run
 from gpudiag.analyze.verdict import decide
@@ -41,17 +41,12 @@ class RankView:
 
 
 def read_ranks(timelines: list[Timeline], cpu_count: int | None = None) -> list[RankView]:
-    return [
-        RankView(
-            label,
-            tl,
-            whole_run(tl),
-            idle_gaps(tl),
-            config_of(tl, cpu_count),
-            HostFacts.of(tl),
-        )
-        for label, tl in zip(_labels(timelines), timelines, strict=True)
-    ]
+    views = []
+    for label, tl in zip(_labels(timelines), timelines, strict=True):
+        cfg = config_of(tl, cpu_count)
+        run = whole_run(tl, fed_from_python=cfg.input_kind in PYTHON_FED)
+        views.append(RankView(label, tl, run, idle_gaps(tl), cfg, HostFacts.of(tl)))
+    return views
 
 
 def _labels(timelines: list[Timeline]) -> list[str]:

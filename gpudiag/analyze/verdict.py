@@ -91,6 +91,9 @@ class Doubts:
     windows_disagree: bool = False  # a steady window reached another verdict
     rank_verdicts: Collection[str] = ()  # the verdicts of the ranks with analysed steps
     contention: Finding | None = None  # the cpu-contention finding, when there is one
+    # not a doubt but a caveat the reason carries: host time counted as input wait
+    # (breakdown.python_fed), as a share of step time
+    other_as_input: float = 0.0
 
 
 @dataclass
@@ -110,10 +113,11 @@ def judge(shares: dict[str, float], config: RunConfig, doubts: Doubts) -> Verdic
     """The run's headline: ``decide`` on the shares as judged, less confident for each doubt."""
     judged = as_judged(shares, config)
     verdict, confidence, why = decide(judged)
-    if judged is not shares:
+    folded = doubts.other_as_input + (judged["input"] - shares["input"])
+    if folded > 0:
         why += (
             " (with host time Keras spends pulling batches from Python code, "
-            f"{round(100 * shares['other'])}% of step time, counted as input wait)"
+            f"{round(100 * folded)}% of step time, counted as input wait)"
         )
     if doubts.windows_disagree:
         confidence *= WINDOWS_DISAGREE
