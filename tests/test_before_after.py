@@ -65,7 +65,9 @@ def test_compare_names_the_parallel_map_as_the_change(runs):
     assert "sequential-map" in c["findings_gone"]
     applied = {m["finding"] for m in c["remedies"] if m["status"] == "applied"}
     assert "sequential-map" in applied
-    # the reverse order is a regression and the gate says so
+    # the reverse order is a regression and the gate says so, unless a neighbour took the
+    # CPU during a run: then no difference can be pinned on the change, and compare says so
+    contended = bool(c["work"]["contended"])
     back = subprocess.run(
         [
             sys.executable,
@@ -81,7 +83,9 @@ def test_compare_names_the_parallel_map_as_the_change(runs):
         text=True,
         timeout=120,
     )
-    assert back.returncode == 3, back.stderr
+    assert back.returncode == (0 if contended else 3), (back.stdout, back.stderr)
+    if contended:
+        assert "may be theirs, not the change's" in back.stdout
 
 
 def test_verbose_0_prints_no_report_unless_asked(runs):

@@ -129,7 +129,7 @@ def test_ragged_batch_on_two_replicas_with_batchnorm(tmp_path):
     assert {"batch-not-multiple-of-replicas", "partial-last-batch"} <= set(result["lint_ids"])
     # both were printed before TensorFlow got a chance to fail
     assert "batch-not-multiple-of-replicas" in stderr
-    assert "partial-last-batch" in stderr and "0.5 per replica" in stderr
+    assert "partial-last-batch" in stderr and "for 2 replicas" in stderr
     assert "drop_remainder=True" in stderr
 
 

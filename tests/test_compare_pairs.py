@@ -58,8 +58,10 @@ def test_a_bigger_batch_is_compared_per_sample(pairs):
     assert rc == 0  # longer steps, each doing 4x the work: not a regression
     assert d["work"]["unit"] == "sample" and d["config_changes"] == ["global_batch 32 → 128"]
     assert d["step_time_ratio"] > 1.0  # each step is longer ...
-    assert d["work"]["speedup"] > 1.0  # ... each sample cheaper
-    assert d["work"]["measurable"] or d["work"]["contended"]  # beyond the noise on a quiet host
+    if d["work"]["contended"]:  # a neighbour took the CPU: nothing can be pinned on the change
+        assert "may be theirs, not the change's" in d["summary"]
+        return
+    assert d["work"]["measurable"] and d["work"]["speedup"] > 1.0  # ... each sample cheaper
     wall = pairs["batch"][0]["us_per_sample"] / pairs["batch"][1]["us_per_sample"]
     assert wall > 1.0  # the runs' own clocks agree on the direction
     assert "slower" not in d["summary"] and "per sample" in d["summary"]
@@ -77,7 +79,9 @@ def test_a_noisy_machine_is_not_a_regression(pairs):
 def test_a_dropped_strategy_is_named_not_mistaken_for_a_remedy(pairs):
     _, d = _compare(pairs["strategy"])
     assert d["config_changes"] == ["replicas 2 → 1"]
-    assert all(r["status"] != "applied" for r in d["remedies"])
-    assert "replicas 2 → 1 (not a remedy BASE suggested)" in d["summary"]
+    # BASE's small-model-multi-gpu finding advised one replica: that, and only that, was done
+    applied = [r["title"] for r in d["remedies"] if r["status"] == "applied"]
+    assert applied == ["Train on one replica (fewer devices)"]
+    assert "Train on one replica (fewer devices) (replicas 2 → 1)" in d["summary"]
     more_work = [r for r in d["remedies"] if "more work per all-reduce" in r["title"]]
     assert all(r["status"] == "not applied" for r in more_work)

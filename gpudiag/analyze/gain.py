@@ -47,6 +47,14 @@ class Gain:
             [round(self.low, 2), round(self.high, 2)],
         )
 
+    def capped_here(self, cap: float | None, why: str) -> Gain:
+        """The point and low end capped by what this machine left (``cap``); the high end
+        kept: what the remedy gives where that limit is gone (a neighbour's load)."""
+        if cap is None or cap >= self.point:
+            return self
+        cap = max(1.0, cap)
+        return Gain(cap, min(self.low, cap), self.high, f"{self.basis}; {why}")
+
     def capped(self, cap: float | None, why: str) -> Gain:
         if cap is None or cap >= self.high:
             return self

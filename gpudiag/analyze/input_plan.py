@@ -94,8 +94,12 @@ def _input_gain(s: Situation, n_low: float, n: float, n_high: float, spread: str
     )
     if input_work(s) == "python-waiting":
         return g  # waiting work needs no CPU: the cores do not bound it
-    head = _headroom(s, contended=True)
-    return g.capped(head, _head_why(s, head) if head else "")
+    head = _headroom(s)
+    g = g.capped(head, f"CPU-only run: at most {head:.2f}× more CPU available" if head else "")
+    here = _headroom(s, contended=True)
+    if here is None or here == head:
+        return g
+    return g.capped_here(here, _head_why(s, here) + "; the high end is without them")
 
 
 def _workers_remedy(s: Situation, kind: str) -> list[Suggestion]:

@@ -59,5 +59,5 @@ def _split(samples: int, replicas: int) -> str:
     """How a batch falls on the replicas, in whole samples: "3 each", "3–4 each"."""
     low, extra = divmod(samples, replicas)
     if low == 0:
-        return f"{samples} replica(s) get 1, the others none"
+        return f"{samples} of them get 1 sample, the others none"
     return f"{low} each" if not extra else f"{low}–{low + 1} each"
