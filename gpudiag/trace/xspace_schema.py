@@ -43,6 +43,9 @@ _SCHEMA: list[tuple[str, list[tuple[str, int, int, int, str, int | None]]]] = [
             ("hostnames", 4, STRING, _REP, "", None),
         ],
     ),
+    # The same wire format with each plane left serialized: a reader decodes one plane at a
+    # time instead of holding every plane's messages at once.
+    ("XSpacePlanes", [("planes", 1, BYTES, _REP, "", None)]),
     (
         "XPlane",
         [
@@ -152,6 +155,7 @@ def _message(name: str) -> Any:
 
 
 XSpace = _message("XSpace")
+XSpacePlanes = _message("XSpacePlanes")
 XPlane = _message("XPlane")
 XLine = _message("XLine")
 XEvent = _message("XEvent")
