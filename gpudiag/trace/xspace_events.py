@@ -37,15 +37,24 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpudiag.trace.errors import TraceError
-from gpudiag.trace.xspace_prep import REGION, Grouping, StepNames, is_grouped, region_ids, regions
-from gpudiag.trace.xspace_schema import XPlane, XSpacePlanes
+from gpudiag.trace.xspace_args import STEP_NAME, add_stats, lazy_args
+from gpudiag.trace.xspace_prep import (
+    REGION,
+    Grouping,
+    StepNames,
+    is_grouped,
+    may_group,
+    region_ids,
+    regions,
+)
+from gpudiag.trace.xspace_schema import XPlane, XPlaneHead, XSpacePlanes
 
 HOST_PLANE = "/host:CPU"
 DEVICE_PREFIXES = ("/device:GPU:", "/device:TPU:", "/device:CUSTOM:")  # the first that has any
 FIRST_DEVICE_ID = 1  # xprof's trace_utils.h: devices 1..500, custom planes 501..700
 HOST_DEVICE_ID = 701
 ASYNC_XLA_OPS = "Async XLA Ops"
-# xprof's IsInternalEvent / IsInternalStat (tsl/profiler/utils/xplane_schema.cc)
+# xprof's IsInternalEvent (tsl/profiler/utils/xplane_schema.cc)
 INTERNAL_EVENTS = frozenset(
     {
         "MemoryAllocation",
@@ -63,8 +72,6 @@ INTERNAL_EVENTS = frozenset(
         "ParseExampleConsume",
     }
 )
-INTERNAL_STATS = frozenset({"_pt", "_p", "_ct", "_c", "_r", "flops", "program_id", "symbol_id"})
-STEP_NAME = "step_name"
 PS_PER_US = 1_000_000.0
 # A profiling session lasts seconds to minutes; an event of more than a day is a corrupt or
 # wrapped value (-1 ps read as uint64 is 213 days).
@@ -81,7 +88,6 @@ class PlaneInfo:
     device_id: int
     name: str
     lines: list[tuple[int, str]]  # (resource id, display name) per line, in order
-    events: int
 
 
 @dataclass
@@ -93,7 +99,7 @@ class XSpaceEvents:
     converted: list[PlaneInfo]  # the planes xprof converts: host first, then devices
     grouped: bool = True  # by the profiler: xprof converts it as it is
     step_names: StepNames = field(default_factory=dict)  # what xprof's grouping names
-    ungrouped_devices: bool = False  # device events xprof would group and derive lines from
+    ungrouped_devices: bool = False  # device events xprof would group (after a full pass)
     dropped: int = 0  # events with impossible times, counted by the last full pass
     timed: int = 0  # X events the last full pass gave
 
@@ -128,16 +134,20 @@ class XSpaceEvents:
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         yield from self.metadata()
-        dropped = timed = 0
+        dropped = timed = device_timed = 0
         for info in self.converted:
             plane = _parse_plane(self.planes[info.index], self.path)
             counter = [0]
             names = {li: n for (pi, li), n in self.step_names.items() if pi == info.index}
+            before = timed
             for ev in _plane_events(plane, info.device_id, counter, names, not self.grouped):
                 timed += ev["ph"] == "X"
                 yield ev
             dropped += counter[0]
+            if info.device_id != HOST_DEVICE_ID:
+                device_timed += timed - before
         self.dropped, self.timed = dropped, timed
+        self.ungrouped_devices = not self.grouped and device_timed > 0
 
 
 def _parse_plane(raw: bytes, path: str) -> Any:
@@ -216,45 +226,42 @@ def _line_events(
     dropped: list[int],
     step_names: dict[int, str] | None,
 ) -> Iterator[dict[str, Any]]:
+    """The events of one line (the loop every event goes through: kept to locals)."""
     base_ps = line.timestamp_ns * 1000
+    step_stat = next((k for k, name in stat_names.items() if name == STEP_NAME), None)
+    max_dur, max_ps, per_us, lazy = MAX_DURATION_PS, MAX_PS, PS_PER_US, lazy_args
     for ei, ev in enumerate(line.events):
         mid = ev.metadata_id
-        if mid in metas:
-            meta = metas[mid]
-        else:
-            meta = metas[mid] = _meta(plane, mid, stat_names)
+        meta = metas[mid] if mid in metas else metas.setdefault(mid, _meta(plane, mid, stat_names))
         if meta is None:  # an event xprof leaves out
             continue
-        out = _event(did, tid, meta.name, base_ps + ev.offset_ps, ev.duration_ps)
-        if out is None or ev.offset_ps < 0:
+        offset, dur = ev.offset_ps, ev.duration_ps
+        ts = base_ps + offset
+        if offset < 0 or dur < 0 or dur > max_dur or ts < 0 or ts > max_ps - dur:
             dropped[0] += 1
             continue
-        args = dict(meta.args) if meta.args else None
-        if ev.stats:
-            args = args if args is not None else {}
-            for stat in ev.stats:
-                key = stat_names.get(stat.metadata_id, "")
-                if key in INTERNAL_STATS:
-                    continue
-                value = _stat_text(stat, stat_names)
-                if value is None:
-                    continue
-                if key == STEP_NAME:
-                    out["name"] = value
-                args[key] = value
+        name, base = meta
+        if dur:
+            out = {"pid": did, "tid": tid, "name": name, "ts": ts / per_us, "ph": "X"}
+            out["dur"] = dur / per_us
+        else:
+            out = {"pid": did, "tid": tid, "name": name, "ts": ts / per_us, "ph": "i", "s": "t"}
+        stats = ev.stats
+        # grouping appends step_name after the event's other stats: the last is looked at
+        if step_stat is not None and stats and stats[-1].metadata_id == step_stat:
+            args = dict(base)
+            out["name"] = add_stats(stats, stat_names, args)
+            out["args"] = args
+        elif base or stats:  # stats all internal: xprof writes no args, here they are empty
+            out["args"] = lazy(base, stats, stat_names)
         if step_names is not None and ei in step_names:
             out["name"] = step_names[ei]
-            args = args if args is not None else {}
+            out["args"] = args = dict(out.get("args") or {})
             args[STEP_NAME] = step_names[ei]
-        if args:
-            out["args"] = args
         yield out
 
 
-@dataclass
-class _Meta:
-    name: str  # the event's name in the viewer
-    args: dict[str, str]  # long_name and the metadata's own stats
+_Meta = tuple[str, dict[str, str]]  # the event's name in the viewer, its metadata's args
 
 
 def _meta(plane: Any, mid: int, stat_names: dict[int, str]) -> _Meta | None:
@@ -264,41 +271,14 @@ def _meta(plane: Any, mid: int, stat_names: dict[int, str]) -> _Meta | None:
     if name in INTERNAL_EVENTS:
         return None
     if md is None:
-        return _Meta(name, {})
+        return name, {}
     args: dict[str, str] = {}
     shown = name
     if md.display_name:
         shown = md.display_name
         args["long_name"] = name
-    for stat in md.stats:
-        key = stat_names.get(stat.metadata_id, "")
-        if key in INTERNAL_STATS:
-            continue
-        value = _stat_text(stat, stat_names)
-        if value is None:
-            continue
-        if key == STEP_NAME:
-            shown = value
-        args[key] = value
-    return _Meta(shown, args)
-
-
-def _stat_text(stat: Any, stat_names: dict[int, str]) -> str | None:
-    """A stat's value as xprof's ``XStatVisitor::ToString`` writes it; None when unset."""
-    kind = stat.WhichOneof("value")
-    if kind == "str_value":
-        return str(stat.str_value)
-    if kind == "int64_value":
-        return str(stat.int64_value)
-    if kind == "uint64_value":
-        return str(stat.uint64_value)
-    if kind == "ref_value":
-        return stat_names.get(stat.ref_value, "")
-    if kind == "double_value":
-        return format(stat.double_value, ".6g")  # absl::StrCat(double): six digits
-    if kind == "bytes_value":
-        return "<opaque bytes>"
-    return None
+    step = add_stats(md.stats, stat_names, args)
+    return step if step is not None else shown, args
 
 
 def open_xspace(path: str) -> XSpaceEvents:
@@ -315,46 +295,53 @@ def open_xspace(path: str) -> XSpaceEvents:
     del space
     grouping = Grouping()
     heads = [_head(i, raw_plane, path, grouping) for i, raw_plane in enumerate(planes)]
-    host = next((h for h in heads if h[1] == HOST_PLANE), None)
+    host = next((h for h in heads if h.name == HOST_PLANE), None)
     converted: list[PlaneInfo] = []
     if host is not None:
-        converted.append(_info(host, HOST_DEVICE_ID))
+        converted.append(PlaneInfo(host.index, HOST_DEVICE_ID, host.name, host.lines))
     for prefix in DEVICE_PREFIXES:
-        devices = [h for h in heads if h[1].startswith(prefix)]
+        devices = [h for h in heads if h.name.startswith(prefix)]
         if devices:
-            converted += [_info(h, (FIRST_DEVICE_ID + h[2]) & UINT32) for h in devices]
+            converted += [
+                PlaneInfo(h.index, (FIRST_DEVICE_ID + h.id) & UINT32, h.name, h.lines)
+                for h in devices
+            ]
             break
     if not converted:
         raise TraceError(
             path, "not a profiler trace: a protobuf without the host or device planes of an XSpace"
         )
-    grouped = any(h[4] for h in heads)
-    device_events = any(info.events for info in converted if info.device_id != HOST_DEVICE_ID)
+    grouped = any(h.grouped for h in heads)
     return XSpaceEvents(
         path,
         planes,
         converted,
         grouped=grouped,
         step_names={} if grouped else grouping.step_names(),
-        ungrouped_devices=device_events and not grouped,
     )
 
 
-Head = tuple[
-    int, str, int, list[tuple[int, str]], bool, int
-]  # index, name, id, lines, grouped, events
+@dataclass
+class _Head:
+    index: int
+    name: str
+    id: int
+    lines: list[tuple[int, str]]
+    grouped: bool
 
 
-def _head(index: int, raw: bytes, path: str, grouping: Grouping) -> Head:
-    plane = _parse_plane(raw, path)
+def _head(index: int, raw: bytes, path: str, grouping: Grouping) -> _Head:
+    """A plane's names, from its metadata and lines without their events; a plane that may
+    hold root events of an ungrouped XSpace is decoded whole for them."""
+    plane = XPlaneHead()
+    try:
+        plane.ParseFromString(raw)
+    except Exception as e:  # protobuf's DecodeError
+        raise TraceError(
+            path, f"not a profiler trace: a protobuf whose planes do not decode ({e})"
+        ) from None
     lines = [_line_resource(line) for line in plane.lines]
     grouped = is_grouped(plane)
-    if not grouped:
-        grouping.add_plane(index, plane)
-    events = sum(len(line.events) for line in plane.lines)
-    return index, plane.name, plane.id, lines, grouped, events
-
-
-def _info(head: Head, device_id: int) -> PlaneInfo:
-    index, name, _, lines, _, events = head
-    return PlaneInfo(index, device_id, name, lines, events)
+    if not grouped and may_group(plane):
+        grouping.add_plane(index, _parse_plane(raw, path))
+    return _Head(index, plane.name, plane.id, lines, grouped)

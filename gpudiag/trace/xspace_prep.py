@@ -45,6 +45,15 @@ def is_grouped(plane: Any) -> bool:
     return any(m.name == GROUP_ID for m in plane.stat_metadata.values())
 
 
+def may_group(plane: Any) -> bool:
+    """The plane (its metadata: no event decoded) may hold what xprof groups by: root
+    events or TF loops."""
+    if any(m.name == ROOT for m in plane.stat_metadata.values()):
+        return True
+    names = {m.name for m in plane.event_metadata.values()}
+    return TRACE_CONTEXT in names or bool(LOOP_OPS & names)
+
+
 @dataclass
 class _Root:
     level: int

@@ -91,6 +91,27 @@ _SCHEMA: list[tuple[str, list[tuple[str, int, int, int, str, int | None]]]] = [
             ("ref_value", 7, UINT64, _OPT, "", 0),
         ],
     ),
+    # A plane's names without its events (left as unknown fields, not decoded): what a
+    # reader needs before the events, for the cost of the plane's metadata.
+    (
+        "XPlaneHead",
+        [
+            ("id", 1, INT64, _OPT, "", None),
+            ("name", 2, STRING, _OPT, "", None),
+            ("lines", 3, MESSAGE, _REP, "XLineHead", None),
+            ("event_metadata", 4, MESSAGE, _REP, "XPlaneHead.EventMetadataEntry", None),
+            ("stat_metadata", 5, MESSAGE, _REP, "XPlaneHead.StatMetadataEntry", None),
+        ],
+    ),
+    (
+        "XLineHead",
+        [
+            ("id", 1, INT64, _OPT, "", None),
+            ("display_id", 10, INT64, _OPT, "", None),
+            ("name", 2, STRING, _OPT, "", None),
+            ("display_name", 11, STRING, _OPT, "", None),
+        ],
+    ),
     (
         "XEventMetadata",
         [
@@ -112,9 +133,8 @@ _SCHEMA: list[tuple[str, list[tuple[str, int, int, int, str, int | None]]]] = [
     ),
 ]
 _ONEOFS = {"XEvent": "data", "XStat": "value"}
-_MAPS = {
-    "XPlane": [("EventMetadataEntry", "XEventMetadata"), ("StatMetadataEntry", "XStatMetadata")]
-}
+_METADATA_MAPS = [("EventMetadataEntry", "XEventMetadata"), ("StatMetadataEntry", "XStatMetadata")]
+_MAPS = {"XPlane": _METADATA_MAPS, "XPlaneHead": _METADATA_MAPS}
 
 
 def _file() -> descriptor_pb2.FileDescriptorProto:
@@ -156,6 +176,7 @@ def _message(name: str) -> Any:
 
 XSpace = _message("XSpace")
 XSpacePlanes = _message("XSpacePlanes")
+XPlaneHead = _message("XPlaneHead")
 XPlane = _message("XPlane")
 XLine = _message("XLine")
 XEvent = _message("XEvent")
