@@ -45,10 +45,11 @@ def read_xplane(path: str) -> list[Timeline]:
     timelines = read_events(ChromeDoc(events=events), path, events)
     notes = []
     if events.dropped:
+        n = events.dropped
         notes.append(
-            f"{events.dropped:,} XSpace events with impossible times dropped (a negative "
-            f"duration or offset, a duration over {MAX_DURATION_PS // 10**12 // 3600} h, "
-            "or a time beyond int64 picoseconds)"
+            f"{n:,} XSpace event{'s' if n > 1 else ''} with impossible times dropped (a "
+            f"negative duration or offset, either over {MAX_DURATION_PS // 10**12 // 3600} h "
+            "of its line, or a time beyond int64 picoseconds)"
         )
     if events.ungrouped_devices:
         notes.append(

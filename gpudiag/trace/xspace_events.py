@@ -18,9 +18,11 @@ mapping is done here, one event at a time, straight from the protobuf messages o
 Where this differs from xprof, on purpose (docs/formats.md):
 
 - events with impossible times are dropped and counted (``dropped``): a negative duration or
-  offset, a duration over a day, a time beyond int64 picoseconds. xprof converts them to
+  offset, either over a day, a time beyond int64 picoseconds. xprof converts them to
   uint64, so -1 ps became a 213-day kernel;
 - no event cap: xprof keeps the 5,000,000 earliest events, gpudiag's interval bound applies;
+- a device plane of id 700 would take the host's pid 701 (xprof's pids hold 500 devices and
+  200 custom planes): it gets the next free pid instead;
 - an XSpace the profiler left ungrouped (TensorFlow since 2.5, JAX) xprof first groups:
   the step names of root events and the threadpool regions are redone (``xspace_prep``),
   the group-id/flow args and the device lines derived from the groups ("Steps", "XLA
@@ -73,8 +75,8 @@ INTERNAL_EVENTS = frozenset(
     }
 )
 PS_PER_US = 1_000_000.0
-# A profiling session lasts seconds to minutes; an event of more than a day is a corrupt or
-# wrapped value (-1 ps read as uint64 is 213 days).
+# A profiling session lasts seconds to minutes; an event lasting, or starting, more than a
+# day into its line is a corrupt or wrapped value (-1 ps read as uint64 is 213 days).
 MAX_DURATION_PS = 86_400 * 10**12
 MAX_PS = 2**63 - 1  # xprof computes times in int64 ps: beyond it, its own figures wrap
 UINT32 = 0xFFFF_FFFF
@@ -237,7 +239,7 @@ def _line_events(
             continue
         offset, dur = ev.offset_ps, ev.duration_ps
         ts = base_ps + offset
-        if offset < 0 or dur < 0 or dur > max_dur or ts < 0 or ts > max_ps - dur:
+        if not (0 <= offset <= max_dur and 0 <= dur <= max_dur and 0 <= ts <= max_ps - dur):
             dropped[0] += 1
             continue
         name, base = meta
@@ -302,10 +304,12 @@ def open_xspace(path: str) -> XSpaceEvents:
     for prefix in DEVICE_PREFIXES:
         devices = [h for h in heads if h.name.startswith(prefix)]
         if devices:
-            converted += [
-                PlaneInfo(h.index, (FIRST_DEVICE_ID + h.id) & UINT32, h.name, h.lines)
-                for h in devices
-            ]
+            pids = [(FIRST_DEVICE_ID + h.id) & UINT32 for h in devices]
+            spare = max(pids) + 1
+            for h, pid in zip(devices, pids, strict=True):
+                if host is not None and pid == HOST_DEVICE_ID:  # plane id 700: xprof's clash
+                    pid, spare = max(spare, HOST_DEVICE_ID + 1), max(spare, HOST_DEVICE_ID + 1) + 1
+                converted.append(PlaneInfo(h.index, pid, h.name, h.lines))
             break
     if not converted:
         raise TraceError(
