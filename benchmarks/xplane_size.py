@@ -5,8 +5,9 @@ the XSpace messages themselves: every line's events repeated N times, each copy 
 the sample's span, the device "Steps" events renamed per copy. Each file is analyzed as a
 whole process, ``python -m gpudiag analyze FILE --json`` under ``/usr/bin/time``, with the
 size bound lifted so that the figures say where a bound belongs. Prints per file: size,
-events, wall time, MB/s (file bytes per wall second, interpreter start included), peak RSS,
-and the growth of peak RSS per MB of file over the previous row.
+events, wall time, MB/s (file bytes per wall second, interpreter start included), CPU time
+(user + system) and MB per CPU second (what a shared machine's load does not change), peak
+RSS, and the growth of peak RSS per MB of file over the previous row.
 
 Targets (issue: TensorFlow profiles of any size): 100 MB analyzed without a flag, <= 300 MB
 peak RSS at 40 MB, >= 20 MB/s.
@@ -34,6 +35,15 @@ from gpudiag.trace.xspace_schema import XSpace  # noqa: E402
 SAMPLE = REPO / "sample_traces" / "tf_gpu_multi_worker.xplane.pb"
 MB = 1_000_000
 RSS_TARGET_MB, RSS_AT_MB, SPEED_TARGET_MBS = 300, 40, 20
+
+
+def copies_for(mb: float) -> int:
+    """How many copies of the sample's events make a file of about ``mb`` MB."""
+    space = XSpace()
+    space.ParseFromString(SAMPLE.read_bytes())
+    lines = sum(line.ByteSize() for plane in space.planes for line in plane.lines)
+    rest = space.ByteSize() - lines
+    return max(1, round((mb * MB - rest) / lines))
 
 
 def build(path: Path, copies: int) -> int:
@@ -81,18 +91,19 @@ def measure(path: Path, xprof: bool = False) -> dict[str, object]:
         ]
     with tempfile.NamedTemporaryFile("r") as timing:
         r = subprocess.run(
-            ["/usr/bin/time", "-o", timing.name, "-f", "%e %M", *cmd],
+            ["/usr/bin/time", "-o", timing.name, "-f", "%e %M %U %S", *cmd],
             capture_output=True,
             text=True,
             env=env,
         )
-        wall_s, rss_kb = timing.read().split()[-2:]
+        wall_s, rss_kb, user_s, sys_s = timing.read().split()[-4:]
     verdict = ""
     if r.returncode == 0:
         verdict = json.loads(r.stdout).get("verdict", "")
     return {
         "rc": r.returncode,
         "wall_s": float(wall_s),
+        "cpu_s": float(user_s) + float(sys_s),
         "rss_mb": int(rss_kb) / 1024,
         "verdict": verdict or r.stderr.strip()[-100:],
     }
@@ -107,15 +118,14 @@ def main() -> int:
     sizes = args.mb or [10, 20, 40, 70, 100]
     work = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="gpudiag-xplane-"))
     work.mkdir(parents=True, exist_ok=True)
-    sample_mb = SAMPLE.stat().st_size / MB
     print(
         f"{'reader':7} {'file MB':>8} {'events':>9} {'rc':>3} {'wall s':>7} {'MB/s':>6} "
-        f"{'peak RSS MB':>11} {'MB RSS/MB':>9}  verdict"
+        f"{'CPU s':>6} {'MB/CPU s':>8} {'peak RSS MB':>11} {'MB RSS/MB':>9}  verdict"
     )
     rows = []
     prev: tuple[float, float] | None = None
     for target in sizes:
-        copies = max(1, round(target / sample_mb))
+        copies = copies_for(target)
         path = work / f"x{copies}.xplane.pb"
         marker = work / f"x{copies}.events"
         if not path.exists() or not marker.exists():
@@ -125,6 +135,7 @@ def main() -> int:
         for reader in ("direct", "xprof") if args.xprof else ("direct",):
             m = measure(path, xprof=reader == "xprof")
             speed = mb / float(m["wall_s"])  # type: ignore[arg-type]
+            cpu = float(m["cpu_s"])  # type: ignore[arg-type]
             rss = float(m["rss_mb"])  # type: ignore[arg-type]
             growth = ""
             if reader == "direct":
@@ -133,7 +144,7 @@ def main() -> int:
                 prev = (mb, rss)
             print(
                 f"{reader:7} {mb:8.1f} {events:9,} {m['rc']:>3} {m['wall_s']:7.2f} "
-                f"{speed:6.1f} {rss:11.0f} {growth:>9}  {m['verdict']}"
+                f"{speed:6.1f} {cpu:6.2f} {mb / cpu:8.1f} {rss:11.0f} {growth:>9}  {m['verdict']}"
             )
             rows.append({"reader": reader, "mb": mb, "events": events, **m})
     direct = [r for r in rows if r["reader"] == "direct" and r["rc"] == 0]
@@ -143,9 +154,11 @@ def main() -> int:
         ok = "met" if worst <= RSS_TARGET_MB else "NOT met"
         print(f"peak RSS up to {RSS_AT_MB} MB: {worst:.0f} MB (target <= {RSS_TARGET_MB}): {ok}")
     if direct:
-        slow = min(float(r["mb"]) / float(r["wall_s"]) for r in direct)  # type: ignore[arg-type]
-        ok = "met" if slow >= SPEED_TARGET_MBS else "NOT met"
-        print(f"slowest: {slow:.1f} MB/s (target >= {SPEED_TARGET_MBS}): {ok}")
+        for label, key in (("wall", "wall_s"), ("CPU", "cpu_s")):
+            slow = min(float(r["mb"]) / float(r[key]) for r in direct)  # type: ignore[arg-type]
+            ok = "met" if slow >= SPEED_TARGET_MBS else "NOT met"
+            print(f"slowest, MB per {label} s: {slow:.1f} (target >= {SPEED_TARGET_MBS}): {ok}")
+    print(f"load average while measured: {os.getloadavg()[0]:.1f} ({os.cpu_count()} cores)")
     return 0
 
 

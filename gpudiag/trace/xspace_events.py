@@ -28,8 +28,8 @@ Where this differs from xprof, on purpose (docs/formats.md):
   the group-id/flow args and the device lines derived from the groups ("Steps", "XLA
   Modules", ...) are not (``ungrouped_devices`` says when those lines would have mattered).
 
-Each plane is kept as its serialized bytes and decoded when its events are wanted, so the
-decoded messages of only one plane are held at a time.
+The file is decoded with each line left serialized (``XSpaceLines``) and a line's events are
+decoded when they are wanted: the decoded events of only one line are held at a time.
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ from gpudiag.trace.xspace_prep import (
     region_ids,
     regions,
 )
-from gpudiag.trace.xspace_schema import XPlane, XPlaneHead, XSpacePlanes
+from gpudiag.trace.xspace_schema import XLine, XLineHead, XSpaceLines
 
 HOST_PLANE = "/host:CPU"
 DEVICE_PREFIXES = ("/device:GPU:", "/device:TPU:", "/device:CUSTOM:")  # the first that has any
@@ -97,7 +97,7 @@ class XSpaceEvents:
     """The trace-viewer events of one XSpace file, made anew on each iteration."""
 
     path: str
-    planes: list[bytes] = field(repr=False)  # every plane, serialized
+    space: Any = field(repr=False)  # XSpaceLines: metadata decoded, each line serialized
     converted: list[PlaneInfo]  # the planes xprof converts: host first, then devices
     grouped: bool = True  # by the profiler: xprof converts it as it is
     step_names: StepNames = field(default_factory=dict)  # what xprof's grouping names
@@ -138,11 +138,14 @@ class XSpaceEvents:
         yield from self.metadata()
         dropped = timed = device_timed = 0
         for info in self.converted:
-            plane = _parse_plane(self.planes[info.index], self.path)
+            plane = self.space.planes[info.index]
             counter = [0]
             names = {li: n for (pi, li), n in self.step_names.items() if pi == info.index}
             before = timed
-            for ev in _plane_events(plane, info.device_id, counter, names, not self.grouped):
+            events = _plane_events(
+                plane, info.device_id, counter, names, not self.grouped, self.path
+            )
+            for ev in events:
                 timed += ev["ph"] == "X"
                 yield ev
             dropped += counter[0]
@@ -152,15 +155,16 @@ class XSpaceEvents:
         self.ungrouped_devices = not self.grouped and device_timed > 0
 
 
-def _parse_plane(raw: bytes, path: str) -> Any:
-    plane = XPlane()
+def parse_line(raw: bytes, path: str, head: bool = False) -> Any:
+    """One line, decoded (``head``: its names only, its events left undecoded)."""
+    line = XLineHead() if head else XLine()
     try:
-        plane.ParseFromString(raw)
+        line.ParseFromString(raw)
     except Exception as e:  # protobuf's DecodeError
         raise TraceError(
-            path, f"not a profiler trace: a protobuf whose planes do not decode ({e})"
+            path, f"not a profiler trace: a protobuf whose lines do not decode ({e})"
         ) from None
-    return plane
+    return line
 
 
 def _line_resource(line: Any) -> tuple[int, str]:
@@ -168,13 +172,21 @@ def _line_resource(line: Any) -> tuple[int, str]:
 
 
 def _plane_events(
-    plane: Any, did: int, dropped: list[int], step_names: dict[int, dict[int, str]], prep: bool
+    plane: Any,
+    did: int,
+    dropped: list[int],
+    step_names: dict[int, dict[int, str]],
+    prep: bool,
+    path: str,
 ) -> Iterator[dict[str, Any]]:
-    """The events of one plane, in line order then event order, as xprof makes them."""
+    """The events of one plane, in line order then event order, as xprof makes them; one
+    line decoded at a time."""
     stat_names = {k: m.name for k, m in plane.stat_metadata.items()}
     metas: dict[int, _Meta | None] = {}
     marks = region_ids(plane) if prep else None
-    for li, line in enumerate(plane.lines):
+    for li, raw in enumerate(plane.lines):
+        line = parse_line(raw, path)
+        del raw
         tid, line_name = _line_resource(line)
         if line_name == ASYNC_XLA_OPS:
             continue
@@ -284,19 +296,17 @@ def _meta(plane: Any, mid: int, stat_names: dict[int, str]) -> _Meta | None:
 
 
 def open_xspace(path: str) -> XSpaceEvents:
-    """Read the file's planes (serialized) and the names of those xprof converts."""
+    """Decode the file's metadata, lines left serialized, and the names xprof shows."""
     with open(path, "rb") as f:
         raw = f.read()
-    space = XSpacePlanes()
+    space = XSpaceLines()
     try:
         space.ParseFromString(raw)
     except Exception as e:  # protobuf's DecodeError
         raise TraceError(path, f"not a profiler trace: not an XSpace protobuf ({e})") from None
     del raw
-    planes = list(space.planes)
-    del space
     grouping = Grouping()
-    heads = [_head(i, raw_plane, path, grouping) for i, raw_plane in enumerate(planes)]
+    heads = [_head(i, plane, path, grouping) for i, plane in enumerate(space.planes)]
     host = next((h for h in heads if h.name == HOST_PLANE), None)
     converted: list[PlaneInfo] = []
     if host is not None:
@@ -308,7 +318,8 @@ def open_xspace(path: str) -> XSpaceEvents:
             spare = max(pids) + 1
             for h, pid in zip(devices, pids, strict=True):
                 if host is not None and pid == HOST_DEVICE_ID:  # plane id 700: xprof's clash
-                    pid, spare = max(spare, HOST_DEVICE_ID + 1), max(spare, HOST_DEVICE_ID + 1) + 1
+                    pid = spare = max(spare, HOST_DEVICE_ID + 1)
+                    spare += 1
                 converted.append(PlaneInfo(h.index, pid, h.name, h.lines))
             break
     if not converted:
@@ -318,7 +329,7 @@ def open_xspace(path: str) -> XSpaceEvents:
     grouped = any(h.grouped for h in heads)
     return XSpaceEvents(
         path,
-        planes,
+        space,
         converted,
         grouped=grouped,
         step_names={} if grouped else grouping.step_names(),
@@ -334,18 +345,11 @@ class _Head:
     grouped: bool
 
 
-def _head(index: int, raw: bytes, path: str, grouping: Grouping) -> _Head:
-    """A plane's names, from its metadata and lines without their events; a plane that may
-    hold root events of an ungrouped XSpace is decoded whole for them."""
-    plane = XPlaneHead()
-    try:
-        plane.ParseFromString(raw)
-    except Exception as e:  # protobuf's DecodeError
-        raise TraceError(
-            path, f"not a profiler trace: a protobuf whose planes do not decode ({e})"
-        ) from None
-    lines = [_line_resource(line) for line in plane.lines]
+def _head(index: int, plane: Any, path: str, grouping: Grouping) -> _Head:
+    """A plane's names; a plane that may hold root events of an ungrouped XSpace is read
+    for them, a line at a time."""
+    lines = [_line_resource(parse_line(raw, path, head=True)) for raw in plane.lines]
     grouped = is_grouped(plane)
     if not grouped and may_group(plane):
-        grouping.add_plane(index, _parse_plane(raw, path))
+        grouping.add_plane(index, plane, (parse_line(raw, path) for raw in plane.lines))
     return _Head(index, plane.name, plane.id, lines, grouped)

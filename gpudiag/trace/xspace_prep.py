@@ -71,18 +71,20 @@ class Grouping:
     roots: list[_Root] = field(default_factory=list)
     loops: bool = False
 
-    def add_plane(self, index: int, plane: Any) -> None:
+    def add_plane(self, index: int, plane: Any, lines: Iterable[Any]) -> None:
+        """``plane``'s metadata, and its ``lines`` decoded one by one."""
         names = {k: m.name for k, m in plane.stat_metadata.items()}
         ids = {name: k for k, name in names.items()}
         events = {k: m.name for k, m in plane.event_metadata.items()}
-        if not self.loops and LOOP_OPS.intersection(events.values()):
-            self.loops = _iterating(plane, ids, events)
+        loops = not self.loops and bool(LOOP_OPS.intersection(events.values()))
         root_id = ids.get(ROOT)
         context = {k for k in (ids.get(GRAPH_TYPE), ids.get(ITER_NUM), ids.get(STEP_NUM)) if k}
         legacy = {k for k, name in events.items() if name == TRACE_CONTEXT}
-        if root_id is None and not legacy:
-            return
-        for li, line in enumerate(plane.lines):
+        for li, line in enumerate(lines):
+            if loops and _iterating(line, ids, events):
+                self.loops = loops = True
+            if root_id is None and not legacy:
+                continue
             if root_id is not None and not legacy and not _has_stat(line.events, root_id):
                 continue
             self.roots += _line_roots(
@@ -207,18 +209,17 @@ def _text(stat: Any, names: dict[int, str]) -> str:
     return str(stat.str_value) if kind == "str_value" else ""
 
 
-def _iterating(plane: Any, ids: dict[str, int], events: dict[int, str]) -> bool:
+def _iterating(line: Any, ids: dict[str, int], events: dict[int, str]) -> bool:
     """Executor events of a TF loop past its first iteration: xprof groups by those."""
     step_id, iter_num = ids.get("id"), ids.get(ITER_NUM)
     process = {k for k, name in events.items() if name == "ExecutorState::Process"}
     if step_id is None or iter_num is None or not process:
         return False
-    for line in plane.lines:
-        for ev in line.events:
-            if ev.metadata_id in process:
-                values = {s.metadata_id: s.int64_value for s in ev.stats}
-                if step_id in values and values.get(iter_num, 0) != 0:
-                    return True
+    for ev in line.events:
+        if ev.metadata_id in process:
+            values = {s.metadata_id: s.int64_value for s in ev.stats}
+            if step_id in values and values.get(iter_num, 0) != 0:
+                return True
     return False
 
 

@@ -91,18 +91,20 @@ _SCHEMA: list[tuple[str, list[tuple[str, int, int, int, str, int | None]]]] = [
             ("ref_value", 7, UINT64, _OPT, "", 0),
         ],
     ),
-    # A plane's names without its events (left as unknown fields, not decoded): what a
-    # reader needs before the events, for the cost of the plane's metadata.
+    # The same wire format with each line left serialized: a reader holds the file's
+    # metadata decoded and decodes one line's events at a time.
+    ("XSpaceLines", [("planes", 1, MESSAGE, _REP, "XPlaneLines", None)]),
     (
-        "XPlaneHead",
+        "XPlaneLines",
         [
             ("id", 1, INT64, _OPT, "", None),
             ("name", 2, STRING, _OPT, "", None),
-            ("lines", 3, MESSAGE, _REP, "XLineHead", None),
-            ("event_metadata", 4, MESSAGE, _REP, "XPlaneHead.EventMetadataEntry", None),
-            ("stat_metadata", 5, MESSAGE, _REP, "XPlaneHead.StatMetadataEntry", None),
+            ("lines", 3, BYTES, _REP, "", None),
+            ("event_metadata", 4, MESSAGE, _REP, "XPlaneLines.EventMetadataEntry", None),
+            ("stat_metadata", 5, MESSAGE, _REP, "XPlaneLines.StatMetadataEntry", None),
         ],
     ),
+    # A line's names, its events left as unknown fields (not decoded).
     (
         "XLineHead",
         [
@@ -134,7 +136,7 @@ _SCHEMA: list[tuple[str, list[tuple[str, int, int, int, str, int | None]]]] = [
 ]
 _ONEOFS = {"XEvent": "data", "XStat": "value"}
 _METADATA_MAPS = [("EventMetadataEntry", "XEventMetadata"), ("StatMetadataEntry", "XStatMetadata")]
-_MAPS = {"XPlane": _METADATA_MAPS, "XPlaneHead": _METADATA_MAPS}
+_MAPS = {"XPlane": _METADATA_MAPS, "XPlaneLines": _METADATA_MAPS}
 
 
 def _file() -> descriptor_pb2.FileDescriptorProto:
@@ -176,7 +178,8 @@ def _message(name: str) -> Any:
 
 XSpace = _message("XSpace")
 XSpacePlanes = _message("XSpacePlanes")
-XPlaneHead = _message("XPlaneHead")
+XSpaceLines = _message("XSpaceLines")
+XLineHead = _message("XLineHead")
 XPlane = _message("XPlane")
 XLine = _message("XLine")
 XEvent = _message("XEvent")
