@@ -151,8 +151,8 @@ def _parser() -> argparse.ArgumentParser:
         type=_ratio,
         default=None,
         metavar="MB",
-        help="refuse a .xplane.pb larger than MB megabytes: xprof decodes it whole, about "
-        "35 times its size in memory (default 6, or $GPUDIAG_MAX_XPLANE_MB)",
+        help="refuse a .xplane.pb larger than MB megabytes: reading one takes about 2.7 "
+        "times its size in memory (default 350, or $GPUDIAG_MAX_XPLANE_MB)",
     )
     c = sub.add_parser(
         "compare",

@@ -84,9 +84,9 @@ def test_gzip_bomb_stops_at_the_ratio_limit(tmp_path, capsys, monkeypatch):
     assert analyze(capsys, str(p))[2].count("empty") == 1
 
 
-def test_xplane_beyond_the_decode_bound_is_refused_before_xprof_runs(capsys, monkeypatch):
-    """xprof decodes an XSpace whole (about 35x its size in memory): the size is checked
-    first, with the override named; the flag and the environment raise the bound."""
+def test_xplane_beyond_the_decode_bound_is_refused_before_decoding(capsys, monkeypatch):
+    """Reading an XSpace takes memory in proportion to its size (about 2.7x): the size is
+    checked first, with the override named; the flag and the environment raise the bound."""
     xplane = str(SAMPLES / "tf_gpu_multi_worker.xplane.pb")  # 3 MB
     monkeypatch.delenv("GPUDIAG_MAX_XPLANE_MB", raising=False)
     calls = []

@@ -77,9 +77,13 @@ def read_events(doc: ChromeDoc, path: str, xspace: XSpaceEvents | None = None) -
     return timelines
 
 
-# Measured (benchmarks/xplane_size.py): see docs/formats.md.
-XPLANE_MB_PER_MB = 35
-DEFAULT_MAX_XPLANE_MB = 6.0
+# Peak RSS of `gpudiag analyze` on an xplane, measured (benchmarks/xplane_size.py, the
+# sample repeated to 10-100 MB): 47 MB + 2.7 MB per MB of file (the file's lines held
+# serialized, its metadata decoded, one line's events at a time). The default keeps the
+# process under 1 GB (the address-space cap hardening runs use): 50 + 2.7 x 350 = 995 MB.
+XPLANE_BASE_MB = 50
+XPLANE_MB_PER_MB = 2.7
+DEFAULT_MAX_XPLANE_MB = 350.0
 XPLANE_LIMIT_ENV = "GPUDIAG_MAX_XPLANE_MB"
 
 
@@ -94,15 +98,15 @@ def xplane_limit_mb() -> float:
 
 
 def check_xplane_size(path: str) -> None:
-    """Refuse, before decoding, an xplane whose decoding would exceed the memory bound
-    (``gpudiag analyze`` only: the callback's own profiler windows are not bounded here)."""
+    """Refuse, before decoding, an xplane whose reading would exceed the memory bound
+    (``gpudiag analyze`` only: the callback's own profiler windows are short)."""
     mb = os.path.getsize(path) / 1e6
     limit = xplane_limit_mb()
     if mb > limit:
-        need = 60 + XPLANE_MB_PER_MB * mb
+        need = XPLANE_BASE_MB + XPLANE_MB_PER_MB * mb
         raise TraceError(
             path,
-            f"a {mb:,.0f} MB xplane: decoding it takes about {need:,.0f} MB of memory, "
-            f"beyond the {limit:g} MB bound on xplane files; raise it with --max-xplane-mb "
-            f"or {XPLANE_LIMIT_ENV}",
+            f"a {mb:,.0f} MB xplane: reading it takes about {need:,.0f} MB of memory "
+            f"({XPLANE_MB_PER_MB:g} MB per MB), beyond the {limit:g} MB bound on xplane "
+            f"files; raise it with --max-xplane-mb or {XPLANE_LIMIT_ENV}",
         )
