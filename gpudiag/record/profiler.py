@@ -3,7 +3,9 @@
 TensorFlow: ``tf.profiler.experimental`` plus a ``Trace("train", step_num=n, _r=1)`` around each
 step (Keras 3 emits no step markers; without them xprof cannot attribute time to steps).
 JAX: ``jax.profiler`` with ``StepTraceAnnotation`` (same XSpace format). Both are decoded by
-xprof into a Timeline, then moved onto the callback's wall clock using the step markers.
+``trace/xplane.py`` (xprof's trace-viewer events, made without xprof: the markers come out as
+xprof names them, "train N") into a Timeline, then moved onto the callback's wall clock using
+the step markers.
 Torch: ``torch.profiler`` writes Kineto JSON, read by the Kineto reader.
 
     win = ProfilerWindow(backend="tensorflow", first_step=5, steps=5)
