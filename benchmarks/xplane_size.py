@@ -14,7 +14,7 @@ peak RSS at 40 MB, >= 20 MB/s.
 
     python benchmarks/xplane_size.py                       # 10, 20, 40, 70, 100 MB
     python benchmarks/xplane_size.py --mb 40 --mb 200 --keep /tmp/xplanes
-    python benchmarks/xplane_size.py --xprof               # also xprof's own conversion
+    python benchmarks/xplane_size.py --xprof-up-to 10      # and xprof's, on the small ones
 """
 
 from __future__ import annotations
@@ -113,7 +113,13 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--mb", type=float, action="append", help="file sizes, MB (repeatable)")
     ap.add_argument("--keep", metavar="DIR", help="build the inputs here and keep them")
-    ap.add_argument("--xprof", action="store_true", help="also time xprof's conversion")
+    ap.add_argument(
+        "--xprof-up-to",
+        type=float,
+        default=0,
+        metavar="MB",
+        help="also time xprof's conversion on the files up to MB (about 20x their size in memory)",
+    )
     args = ap.parse_args()
     sizes = args.mb or [10, 20, 40, 70, 100]
     work = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="gpudiag-xplane-"))
@@ -132,7 +138,7 @@ def main() -> int:
             marker.write_text(str(build(path, copies)))
         events = int(marker.read_text())
         mb = path.stat().st_size / MB
-        for reader in ("direct", "xprof") if args.xprof else ("direct",):
+        for reader in ("direct", "xprof") if mb <= args.xprof_up_to else ("direct",):
             m = measure(path, xprof=reader == "xprof")
             speed = mb / float(m["wall_s"])  # type: ignore[arg-type]
             cpu = float(m["cpu_s"])  # type: ignore[arg-type]

@@ -63,11 +63,13 @@ class LazyArgs(dict):  # type: ignore[type-arg]
     until then: write ``dict(args)``."""
 
     __slots__ = ("_source",)
-    _source: tuple[Any, dict[int, str]] | None  # the stats and the plane's stat names
+    # the metadata's args, the event's stats, the plane's stat names
+    _source: tuple[dict[str, str], Any, dict[int, str]] | None
 
     def _fill(self) -> None:
         if self._source is not None:
-            (stats, names), self._source = self._source, None
+            (base, stats, names), self._source = self._source, None
+            dict.update(self, base)
             add_stats(stats, names, self)
 
     def get(self, key: Any, default: Any = None) -> Any:
@@ -126,7 +128,7 @@ class LazyArgs(dict):  # type: ignore[type-arg]
 
 
 def lazy_args(base: dict[str, str], stats: Any, stat_names: dict[int, str]) -> LazyArgs:
-    """``base`` (a copy) and then ``stats``, decoded on the first read."""
-    args = LazyArgs(base)
-    args._source = (stats, stat_names)
+    """``base`` (copied) and then ``stats``, decoded on the first read."""
+    args = LazyArgs()
+    args._source = (base, stats, stat_names)
     return args
