@@ -119,3 +119,20 @@ def test_args_are_xprofs_text_and_read_as_a_dict(tmp_path):
         "kernel": "sgemm_nn",
     }
     assert out["args"].get("tf_op") == "dense/MatMul:MatMul" and "_p" not in out["args"]
+
+
+def test_ungrouped_device_profile_says_its_steps_come_from_the_host(tmp_path):
+    """xprof derives a device "Steps" line from the groups it makes; gpudiag does not, and
+    says so where a profile has device events."""
+    space = XSpace(hostnames=["host"])
+    host = PlaneBuilder(space, 0, "/host:CPU")
+    python = host.line(1, "python")
+    gpu = PlaneBuilder(space, 0, "/device:GPU:0")
+    stream = gpu.line(7, "Stream #7(Compute)")
+    for i in range(4):
+        root = host.event(python, "train", i * 10 * MS, 9 * MS, step_num=i)
+        root.stats.add(metadata_id=host.stat_id("_r"), int64_value=1)
+        gpu.event(stream, "volta_sgemm_128x64_nn", i * 10 * MS + MS, 6 * MS)
+    (tl,) = read_xplane(write(space, tmp_path / "tf2.xplane.pb"))
+    assert list(tl.steps.index) == [0, 1, 2, 3]  # from "train N", as xprof names them
+    assert any("ungrouped" in note for note in tl.meta.limitations)
