@@ -82,3 +82,12 @@ def test_a_profile_without_impossible_times_says_nothing_of_them(tmp_path):
     d = json.loads(r.stdout)
     assert not any("impossible" in x for x in d["limitations"])
     assert d["breakdown"]["compute"] == pytest.approx(6 / 9, abs=0.02)
+
+
+def test_a_profile_of_names_only_is_said_to_hold_no_events(tmp_path):
+    """Without events an XSpace is valid UTF-8: it is not taken for a text file."""
+    space = XSpace()
+    space.planes.add(id=0, name="/host:CPU").lines.add(id=1, name="python")
+    r = _analyze(write(space, tmp_path / "empty.xplane.pb"))
+    assert r.returncode == 2 and "holds no timed events" in r.stderr, r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1

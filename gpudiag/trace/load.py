@@ -47,7 +47,7 @@ def load_file(path: str) -> list[Timeline]:
     if kind == "text":
         from gpudiag.trace.xplane import text_problem
 
-        raise TraceError(path, text_problem(head))
+        raise TraceError(path, text_problem(head, path))
     doc = open_chrome(path, index=False)
     if any(k in doc.top for k in TOP_KEYS):  # Kineto: no names needed, one pass
         return read_kineto(doc, path)

@@ -24,11 +24,13 @@ REPLACEMENT_CHAR = "\ufffd".encode()
 MANGLED_MIN = 8  # replacement characters: a stray one is text, a protobuf has hundreds
 
 
-def text_problem(raw: bytes) -> str:
+def text_problem(raw: bytes, path: str | None = None) -> str:
     """Why a file that decodes as text is not a trace, naming the usual accident: a binary
     ``.xplane.pb`` read and written back through a text decoder (bytes that were not UTF-8
     became U+FFFD, and protobuf field tags became control characters)."""
     head = raw[: 1 << 16]
+    if path is not None and _names_only_xspace(path):
+        return "XSpace profile holds no timed events"
     controls = sum(head.count(bytes([c])) for c in (0, 1, 2, 3, 8, 0x12, 0x1A))
     if head.count(REPLACEMENT_CHAR) >= MANGLED_MIN or controls > len(head) // 50:
         return (
@@ -36,6 +38,20 @@ def text_problem(raw: bytes) -> str:
             "U+FFFD or control characters): copy the original file in binary mode"
         )
     return "not a trace: text that is neither JSON nor an XSpace protobuf"
+
+
+def _names_only_xspace(path: str) -> bool:
+    """A small XSpace of names and no events is valid UTF-8 too."""
+    from gpudiag.trace.xspace_schema import XSpace
+
+    space = XSpace()
+    try:
+        with open(path, "rb") as f:
+            raw = f.read(1 << 20)
+        space.ParseFromString(raw)
+    except Exception:  # unreadable, or protobuf's DecodeError: not one
+        return False
+    return any(p.name.startswith(("/host:", "/device:")) for p in space.planes)
 
 
 def read_xplane(path: str) -> list[Timeline]:
