@@ -121,18 +121,65 @@ def test_args_are_xprofs_text_and_read_as_a_dict(tmp_path):
     assert out["args"].get("tf_op") == "dense/MatMul:MatMul" and "_p" not in out["args"]
 
 
-def test_ungrouped_device_profile_says_its_steps_come_from_the_host(tmp_path):
-    """xprof derives a device "Steps" line from the groups it makes; gpudiag does not, and
-    says so where a profile has device events."""
+def _ungrouped_gpu(tmp_path: Path, module: bool = False) -> str:
+    """A TF 2.5+ GPU profile: each "train" root runs a function whose executor (linked by
+    producer/consumer ids) launches kernels; a copy without a correlation id follows."""
     space = XSpace(hostnames=["host"])
     host = PlaneBuilder(space, 0, "/host:CPU")
-    python = host.line(1, "python")
+    python = host.line(1, "python", timestamp_ns=1_000)
+    executor = host.line(2, "tf_Compute/2", timestamp_ns=1_000)
     gpu = PlaneBuilder(space, 0, "/device:GPU:0")
-    stream = gpu.line(7, "Stream #7(Compute)")
+    compute = gpu.line(7, "Stream #7(Compute)", timestamp_ns=1_000)
+    copies = gpu.line(8, "Stream #8(MemcpyH2D)", timestamp_ns=1_000)
     for i in range(4):
-        root = host.event(python, "train", i * 10 * MS, 9 * MS, step_num=i)
-        root.stats.add(metadata_id=host.stat_id("_r"), int64_value=1)
-        gpu.event(stream, "volta_sgemm_128x64_nn", i * 10 * MS + MS, 6 * MS)
-    (tl,) = read_xplane(write(space, tmp_path / "tf2.xplane.pb"))
-    assert list(tl.steps.index) == [0, 1, 2, 3]  # from "train N", as xprof names them
-    assert any("ungrouped" in note for note in tl.meta.limitations)
+        t = i * 10 * MS
+        host.event(python, "train", t, 4 * MS, step_num=i + 3, _r=1)
+        host.event(python, "EagerExecute", t + MS // 10, 3 * MS, _pt=1, _p=100 + i)
+        host.event(executor, "ExecutorState::Process", t + MS // 5, 2 * MS, _ct=1, _c=100 + i)
+        for k in range(3):
+            host.event(
+                executor,
+                "cuLaunchKernel",
+                t + MS // 4 + k * MS // 2,
+                MS // 10,
+                correlation_id=i * 10 + k,
+            )
+            kernel = gpu.event(
+                compute, "volta_sgemm", t + MS + 2 * k * MS, 3 * MS // 2, correlation_id=i * 10 + k
+            )
+            if module:
+                kernel.stats.add(metadata_id=gpu.stat_id("hlo_module"), str_value="jit_step")
+        gpu.event(copies, "MemcpyH2D", t + MS // 2, MS // 10)  # takes the last group
+    return write(space, tmp_path / "tf2_gpu.xplane.pb")
+
+
+def test_ungrouped_gpu_profile_gets_xprofs_steps_line(tmp_path):
+    """xprof groups the kernels by the root whose function launched them and derives a
+    device "Steps" line: the same here, from each launch's time within its root."""
+    path = _ungrouped_gpu(tmp_path)
+    events = list(open_xspace(path))
+    steps = [
+        (e["name"], e["ts"], e["dur"])
+        for e in events
+        if e.get("tid") == 0xDEADBEEF and e["ph"] == "X"
+    ]
+    # each step from its first kernel to the copy of the next step that follows it
+    assert steps[0] == ("train 3", 1_001.0, 9_600.0) and len(steps) == 4
+    assert steps[3] == ("train 6", 31_001.0, 5_500.0)  # the last: no copy after it
+    # xprof renumbers the GPU stream lines of such a profile to order its viewer's rows:
+    # compared by thread name
+    assert _by_thread_name(events) == _by_thread_name(_xprof_events(path))
+
+
+def _by_thread_name(events: list[dict[str, Any]]) -> Counter[str]:
+    names = {(e["pid"], e["tid"]): e["args"]["name"] for e in events if e["name"] == "thread_name"}
+    return Counter(
+        _plain({**e, "tid": names.get((e["pid"], e["tid"]))}) for e in events if e["ph"] != "M"
+    )
+
+
+def test_ungrouped_gpu_profile_of_xla_modules_says_they_are_no_line(tmp_path):
+    (tl,) = read_xplane(_ungrouped_gpu(tmp_path, module=True))
+    assert any("XLA Modules" in note for note in tl.meta.limitations)
+    (tl,) = read_xplane(_ungrouped_gpu(tmp_path))
+    assert not any("XLA Modules" in note for note in tl.meta.limitations)

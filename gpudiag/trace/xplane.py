@@ -67,10 +67,10 @@ def read_xplane(path: str) -> list[Timeline]:
             f"negative duration or offset, either over {MAX_DURATION_PS // 10**12 // 3600} h "
             "of its line, or a time beyond int64 picoseconds)"
         )
-    if events.ungrouped_devices:
+    if events.modules_not_derived:
         notes.append(
-            "the profiler left this XSpace ungrouped: the device lines xprof derives from "
-            "step groups (Steps, XLA Modules) are not rebuilt; steps come from host markers"
+            'XLA module executions on the GPU are not put on an "XLA Modules" line (xprof '
+            "derives one for profiles the profiler left ungrouped): they are not step markers"
         )
     for tl in timelines:
         tl.meta.limitations.extend(notes)

@@ -15,7 +15,25 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-# xprof's IsInternalStat (tsl/profiler/utils/xplane_schema.cc)
+# xprof's IsInternalEvent (tsl/profiler/utils/xplane_schema.cc)
+INTERNAL_EVENTS = frozenset(
+    {
+        "MemoryAllocation",
+        "MemoryDeallocation",
+        "PrefetchProduce",
+        "PrefetchConsume",
+        "ParallelInterleaveProduce",
+        "ParallelInterleaveConsume",
+        "ParallelInterleaveInitializeInput",
+        "ParallelMapProduce",
+        "ParallelMapConsume",
+        "MapAndBatchProduce",
+        "MapAndBatchConsume",
+        "ParseExampleProduce",
+        "ParseExampleConsume",
+    }
+)
+# xprof's IsInternalStat (same file)
 INTERNAL_STATS = frozenset({"_pt", "_p", "_ct", "_c", "_r", "flops", "program_id", "symbol_id"})
 STEP_NAME = "step_name"
 

@@ -24,9 +24,10 @@ Where this differs from xprof, on purpose (docs/formats.md):
 - a device plane of id 700 would take the host's pid 701 (xprof's pids hold 500 devices and
   200 custom planes): it gets the next free pid instead;
 - an XSpace the profiler left ungrouped (TensorFlow since 2.5, JAX) xprof first groups:
-  the step names of root events and the threadpool regions are redone (``xspace_prep``),
-  the group-id/flow args and the device lines derived from the groups ("Steps", "XLA
-  Modules", ...) are not (``ungrouped_devices`` says when those lines would have mattered).
+  the step names of root events, the threadpool regions (``xspace_prep``) and the GPU
+  "Steps" lines (``xspace_steps``) are redone; the group-id/flow args and the other derived
+  device lines ("XLA Modules", "Framework Ops", ...) are not (``modules_not_derived`` says
+  when the XLA Modules line would have held events).
 
 The file is decoded with each line left serialized (``XSpaceLines``) and a line's events are
 decoded when they are wanted: the decoded events of only one line are held at a time.
@@ -34,12 +35,13 @@ decoded when they are wanted: the decoded events of only one line are held at a 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from itertools import chain
 from typing import Any
 
 from gpudiag.trace.errors import TraceError
-from gpudiag.trace.xspace_args import STEP_NAME, add_stats, lazy_args
+from gpudiag.trace.xspace_args import INTERNAL_EVENTS, STEP_NAME, add_stats, lazy_args
 from gpudiag.trace.xspace_prep import (
     REGION,
     Grouping,
@@ -50,36 +52,22 @@ from gpudiag.trace.xspace_prep import (
     regions,
 )
 from gpudiag.trace.xspace_schema import XLine, XLineHead, XSpaceLines
+from gpudiag.trace.xspace_steps import CORRELATION_ID, STEPS_LINE, STEPS_TID, StepDeriver
 
 HOST_PLANE = "/host:CPU"
-DEVICE_PREFIXES = ("/device:GPU:", "/device:TPU:", "/device:CUSTOM:")  # the first that has any
+HLO_MODULE = "hlo_module"  # the stat of GPU events xprof derives its "XLA Modules" line from
+GPU_PREFIX = "/device:GPU:"
+DEVICE_PREFIXES = (GPU_PREFIX, "/device:TPU:", "/device:CUSTOM:")  # the first that has any
 FIRST_DEVICE_ID = 1  # xprof's trace_utils.h: devices 1..500, custom planes 501..700
 HOST_DEVICE_ID = 701
 ASYNC_XLA_OPS = "Async XLA Ops"
-# xprof's IsInternalEvent (tsl/profiler/utils/xplane_schema.cc)
-INTERNAL_EVENTS = frozenset(
-    {
-        "MemoryAllocation",
-        "MemoryDeallocation",
-        "PrefetchProduce",
-        "PrefetchConsume",
-        "ParallelInterleaveProduce",
-        "ParallelInterleaveConsume",
-        "ParallelInterleaveInitializeInput",
-        "ParallelMapProduce",
-        "ParallelMapConsume",
-        "MapAndBatchProduce",
-        "MapAndBatchConsume",
-        "ParseExampleProduce",
-        "ParseExampleConsume",
-    }
-)
 PS_PER_US = 1_000_000.0
 # A profiling session lasts seconds to minutes; an event lasting, or starting, more than a
 # day into its line is a corrupt or wrapped value (-1 ps read as uint64 is 213 days).
 MAX_DURATION_PS = 86_400 * 10**12
 MAX_PS = 2**63 - 1  # xprof computes times in int64 ps: beyond it, its own figures wrap
 UINT32 = 0xFFFF_FFFF
+Hook = Callable[[int, int, "int | None"], None]  # (start ps, duration ps, correlation id)
 
 
 @dataclass
@@ -101,7 +89,8 @@ class XSpaceEvents:
     converted: list[PlaneInfo]  # the planes xprof converts: host first, then devices
     grouped: bool = True  # by the profiler: xprof converts it as it is
     step_names: StepNames = field(default_factory=dict)  # what xprof's grouping names
-    ungrouped_devices: bool = False  # device events xprof would group (after a full pass)
+    deriver: StepDeriver | None = None  # the GPU "Steps" lines xprof derives, if ungrouped
+    modules_not_derived: bool = False  # GPU events of XLA modules xprof would make a line of
     dropped: int = 0  # events with impossible times, counted by the last full pass
     timed: int = 0  # X events the last full pass gave
 
@@ -136,23 +125,36 @@ class XSpaceEvents:
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         yield from self.metadata()
-        dropped = timed = device_timed = 0
+        dropped = timed = 0
         for info in self.converted:
             plane = self.space.planes[info.index]
             counter = [0]
             names = {li: n for (pi, li), n in self.step_names.items() if pi == info.index}
-            before = timed
+            hook = None
+            if self.deriver is not None:
+                host = info.device_id == HOST_DEVICE_ID
+                hook = self.deriver.host_event if host else self.deriver.device_event
             events = _plane_events(
-                plane, info.device_id, counter, names, not self.grouped, self.path
+                plane, info.device_id, counter, names, not self.grouped, self.path, hook
             )
+            if hook is not None and info.device_id != HOST_DEVICE_ID:
+                events = chain(events, self._steps(info.device_id, counter))
             for ev in events:
                 timed += ev["ph"] == "X"
                 yield ev
             dropped += counter[0]
-            if info.device_id != HOST_DEVICE_ID:
-                device_timed += timed - before
         self.dropped, self.timed = dropped, timed
-        self.ungrouped_devices = not self.grouped and device_timed > 0
+
+    def _steps(self, did: int, dropped: list[int]) -> Iterator[dict[str, Any]]:
+        """The plane's derived "Steps" events, once its other events have been read."""
+        assert self.deriver is not None
+        for start, end, name in self.deriver.steps():
+            ev = _event(did, STEPS_TID, name, start, end - start)
+            if ev is None:
+                dropped[0] += 1
+                continue
+            ev["args"] = {STEP_NAME: name}
+            yield ev
 
 
 def parse_line(raw: bytes, path: str, head: bool = False) -> Any:
@@ -178,10 +180,14 @@ def _plane_events(
     step_names: dict[int, dict[int, str]],
     prep: bool,
     path: str,
+    hook: Hook | None = None,
 ) -> Iterator[dict[str, Any]]:
     """The events of one plane, in line order then event order, as xprof makes them; one
-    line decoded at a time."""
+    line decoded at a time. ``hook`` is told each event's times and correlation id."""
     stat_names = {k: m.name for k, m in plane.stat_metadata.items()}
+    if hook is not None:
+        corr = next((k for k, name in stat_names.items() if name == CORRELATION_ID), None)
+        watch = (corr, hook)
     metas: dict[int, _Meta | None] = {}
     marks = region_ids(plane) if prep else None
     for li, raw in enumerate(plane.lines):
@@ -190,7 +196,17 @@ def _plane_events(
         tid, line_name = _line_resource(line)
         if line_name == ASYNC_XLA_OPS:
             continue
-        events = _line_events(plane, line, did, tid, metas, stat_names, dropped, step_names.get(li))
+        events = _line_events(
+            plane,
+            line,
+            did,
+            tid,
+            metas,
+            stat_names,
+            dropped,
+            step_names.get(li),
+            watch if hook is not None else None,
+        )
         spans = regions(marks, line) if marks is not None else []
         if not spans:
             yield from events
@@ -239,6 +255,7 @@ def _line_events(
     stat_names: dict[int, str],
     dropped: list[int],
     step_names: dict[int, str] | None,
+    watch: tuple[int | None, Hook] | None = None,
 ) -> Iterator[dict[str, Any]]:
     """The events of one line (the loop every event goes through: kept to locals)."""
     base_ps = line.timestamp_ns * 1000
@@ -261,6 +278,13 @@ def _line_events(
         else:
             out = {"pid": did, "tid": tid, "name": name, "ts": ts / per_us, "ph": "i", "s": "t"}
         stats = ev.stats
+        if watch is not None:
+            corr_id, hook = watch
+            value = next(
+                (st.int64_value or st.uint64_value for st in stats if st.metadata_id == corr_id),
+                None,
+            )
+            hook(ts, dur, value)
         # grouping appends step_name after the event's other stats: the last is looked at
         if step_stat is not None and stats and stats[-1].metadata_id == step_stat:
             args = dict(base)
@@ -327,12 +351,22 @@ def open_xspace(path: str) -> XSpaceEvents:
             path, "not a profiler trace: a protobuf without the host or device planes of an XSpace"
         )
     grouped = any(h.grouped for h in heads)
+    deriver = None
+    if not grouped and any(h.name.startswith(GPU_PREFIX) for h in heads):
+        deriver = StepDeriver(grouping.groups())
+        for info in converted:
+            if info.name.startswith(GPU_PREFIX):
+                info.lines.append((STEPS_TID, STEPS_LINE))
+    gpus = [space.planes[h.index] for h in heads if h.name.startswith(GPU_PREFIX)]
     return XSpaceEvents(
         path,
         space,
         converted,
         grouped=grouped,
         step_names={} if grouped else grouping.step_names(),
+        deriver=deriver,
+        modules_not_derived=not grouped
+        and any(m.name == HLO_MODULE for p in gpus for m in p.stat_metadata.values()),
     )
 
 

@@ -58,6 +58,7 @@ def may_group(plane: Any) -> bool:
 class _Root:
     level: int
     ts_ps: int
+    end_ps: int
     where: tuple[int, int, int]  # plane, line, event index
     name: str  # without the step number; "" for an implicit root
     step: int | None  # from iter_num or step_num, itself or the events around it
@@ -102,17 +103,23 @@ class Grouping:
     def step_names(self) -> StepNames:
         """Each grouped root's step name, as xprof's ``ProcessRootEvent`` gives it."""
         out: StepNames = {}
-        if self.loops:  # xprof groups by TF loop iterations instead, and names none
-            return out
-        group = 0
-        for root in sorted(self.roots, key=lambda r: (-r.level, r.ts_ps)):
-            if root.covered:
-                continue
+        for root, _, name in self.groups():
             if root.name:
-                step = root.step if root.step is not None else group
                 plane, line, event = root.where
-                out.setdefault((plane, line), {})[event] = f"{root.name}{step}"
-            group += 1
+                out.setdefault((plane, line), {})[event] = name
+        return out
+
+    def groups(self) -> list[tuple[_Root, int, str]]:
+        """The grouped roots with their group id and group name, in xprof's order."""
+        if self.loops:  # xprof groups by TF loop iterations instead, and names none
+            return []
+        out: list[tuple[_Root, int, str]] = []
+        for root in sorted(self.roots, key=lambda r: (-r.level, r.ts_ps)):
+            if not root.covered:
+                group = len(out)
+                out.append(
+                    (root, group, f"{root.name}{root.step if root.step is not None else group}")
+                )
         return out
 
 
@@ -180,6 +187,7 @@ def _line_roots(
         yield _Root(
             level,
             begin,
+            end,
             (pi, li, ei),
             shown if name not in IMPLICIT_ROOTS else "",
             None if step is None else int(step.int64_value),
