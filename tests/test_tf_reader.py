@@ -266,18 +266,19 @@ def test_replica_numbers_are_capped(tmp_path):
 
 
 def test_xplane_events_are_streamed_not_decoded_from_one_json(monkeypatch):
-    """xprof's JSON of a profile is one string of every event (then decoded whole): the
-    reader takes the events one at a time from xprof's converter instead."""
+    """xprof's JSON of a profile is one string of every event (then decoded whole): its
+    reading (the cross-check) takes the events one at a time from xprof's converter."""
     pytest.importorskip("xprof")
     from xprof.convert import raw_to_tool_data
 
+    from gpudiag.trace.xplane_xprof import read_xplane_xprof
     from tests.conftest import sample
 
     def refuse(raw: bytes) -> str:
         raise AssertionError("the whole trace was made into one JSON string")
 
     monkeypatch.setattr(raw_to_tool_data, "process_raw_trace", refuse)
-    tls = load_file(sample("tf_gpu_multi_worker.xplane.pb"))
+    tls = read_xplane_xprof(sample("tf_gpu_multi_worker.xplane.pb"))
     assert [tl.meta.producer for tl in tls] == ["xplane", "xplane"]  # two workers
     assert all(len(tl.steps) and tl.has_device_activity() for tl in tls)
 
@@ -287,13 +288,13 @@ def test_xplane_without_xprofs_event_stream_reads_its_public_json_the_same(monke
     streamed from a private file, giving the same timelines."""
     pytest.importorskip("xprof")
     from gpudiag.analyze import diagnose
-    from gpudiag.trace import xplane
+    from gpudiag.trace import xplane_xprof
     from tests.conftest import sample
 
     path = sample("tf_gpu_multi_worker.xplane.pb")
-    streamed = diagnose(load_file(path)).to_dict()
-    monkeypatch.setattr(xplane, "_event_stream_available", lambda: False)
-    tls = load_file(path)
+    streamed = diagnose(xplane_xprof.read_xplane_xprof(path)).to_dict()
+    monkeypatch.setattr(xplane_xprof, "_event_stream_available", lambda: False)
+    tls = xplane_xprof.read_xplane_xprof(path)
     assert [tl.meta.producer for tl in tls] == ["xplane", "xplane"]
     assert all(tl.meta.source == path for tl in tls)
     assert diagnose(tls).to_dict() == streamed
