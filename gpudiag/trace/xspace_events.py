@@ -125,6 +125,8 @@ class XSpaceEvents:
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         yield from self.metadata()
+        if self.deriver is not None:
+            self.deriver.reset()  # a pass given up (a reader's first) left some behind
         dropped = timed = 0
         for info in self.converted:
             plane = self.space.planes[info.index]

@@ -36,6 +36,11 @@ class StepDeriver:
         self.launches: dict[int, int] = {}  # correlation id -> group
         self._events = (array("q"), array("q"), array("q"))  # start, end, group (-1: none)
 
+    def reset(self) -> None:
+        """Forget what a pass over the events gathered."""
+        self.launches = {}
+        self._events = (array("q"), array("q"), array("q"))
+
     def group_at(self, ts_ps: int) -> int | None:
         """The group of the root that holds this host time, if any."""
         best: tuple[int, int] | None = None
