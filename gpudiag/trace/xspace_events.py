@@ -187,6 +187,7 @@ def _plane_events(
     """The events of one plane, in line order then event order, as xprof makes them; one
     line decoded at a time. ``hook`` is told each event's times and correlation id."""
     stat_names = {k: m.name for k, m in plane.stat_metadata.items()}
+    step_stat = next((k for k, name in stat_names.items() if name == STEP_NAME), None)
     if hook is not None:
         corr = next((k for k, name in stat_names.items() if name == CORRELATION_ID), None)
         watch = (corr, hook)
@@ -207,6 +208,7 @@ def _plane_events(
             stat_names,
             dropped,
             step_names.get(li),
+            step_stat,
             watch if hook is not None else None,
         )
         spans = regions(marks, line) if marks is not None else []
@@ -257,11 +259,12 @@ def _line_events(
     stat_names: dict[int, str],
     dropped: list[int],
     step_names: dict[int, str] | None,
+    step_stat: int | None,
     watch: tuple[int | None, Hook] | None = None,
 ) -> Iterator[dict[str, Any]]:
-    """The events of one line (the loop every event goes through: kept to locals)."""
+    """The events of one line (the loop every event goes through: kept to locals);
+    ``step_stat`` is the plane's ``step_name`` stat id."""
     base_ps = line.timestamp_ns * 1000
-    step_stat = next((k for k, name in stat_names.items() if name == STEP_NAME), None)
     max_dur, max_ps, per_us, lazy = MAX_DURATION_PS, MAX_PS, PS_PER_US, lazy_args
     for ei, ev in enumerate(line.events):
         mid = ev.metadata_id
