@@ -1,0 +1,110 @@
+"""Terminal tables that fit the width they are given without cutting a word.
+
+rich shrinks a table that is too wide by cutting cells (``verd…``, ``data…``) or by wrapping
+figures and names over lines (``19.9\\nms``, ``CPU\\nreplica\\n0``). Here a table is built
+for the width it gets at print time instead: the report's usual look when it fits; else a
+compact look (no column rules, two-line headers); else without its least needed columns,
+named under the table. Only when even that is too wide do cells wrap (never ``…``).
+
+    cols = [Col("rank", labels, justify="left"), Col("steps", counts, drop=1)]
+    console.print(fitted_table("Ranks", cols))
+
+``FirstFit`` does the same for any sequence of layouts (the compare view's bars shrink, then
+go, before a word is cut).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+
+from rich import box
+from rich.console import Console, ConsoleOptions, JustifyMethod, RenderableType
+from rich.measure import Measurement
+from rich.table import Table
+from rich.text import Text
+
+WIDE = 10_000  # the width a layout is measured at: its natural width, nothing wrapped
+
+
+def natural_width(console: Console, options: ConsoleOptions, r: RenderableType) -> int:
+    """The width ``r`` takes when nothing in it wraps."""
+    return Measurement.get(console, options.update_width(WIDE), r).maximum
+
+
+class FirstFit:
+    """Renders the first layout whose natural width fits the width given at print time
+    (the last one, wrapping, when none does). ``layouts`` is called for each print."""
+
+    def __init__(self, layouts: Callable[[], Iterable[RenderableType]]) -> None:
+        self.layouts = layouts
+
+    def __rich_console__(
+        self, console: Console, options: ConsoleOptions
+    ) -> Iterator[RenderableType]:
+        last: RenderableType = Text("")
+        for last in self.layouts():
+            if natural_width(console, options, last) <= options.max_width:
+                break
+        yield last
+
+
+@dataclass(eq=False)
+class Col:
+    """One column: its header (``short``: the header in the compact look, e.g. on two
+    lines), its cells, and ``drop``: 0 = always shown, else dropped in increasing order
+    when the table does not fit."""
+
+    header: str
+    cells: Sequence[RenderableType]
+    justify: JustifyMethod = "right"
+    drop: int = 0
+    short: str = ""
+
+
+def table(title: str, compact: bool = False, caption: str = "") -> Table:
+    """A titled table in the report's style: bold left title, no outer edge; ``compact``:
+    no column rules, one space less between columns."""
+    return Table(
+        title=title,
+        title_justify="left",
+        title_style="bold",
+        show_edge=False,
+        pad_edge=False,
+        caption=caption or None,
+        caption_justify="left",
+        caption_style="bright_black",
+        box=box.SIMPLE_HEAVY if compact else box.HEAVY_HEAD,
+        padding=(0, 1, 0, 0) if compact else (0, 1),
+    )
+
+
+def _build(title: str, cols: list[Col], compact: bool, hidden: list[str], wrap: bool) -> Table:
+    caption = f"not shown at this width: {', '.join(hidden)}" if hidden else ""
+    t = table(title, compact, caption)
+    for c in cols:
+        t.add_column(
+            (c.short or c.header) if compact else c.header,
+            justify=c.justify,
+            no_wrap=not wrap,
+            overflow="fold",
+        )
+    for row in zip(*(c.cells for c in cols), strict=True):
+        t.add_row(*row)
+    return t
+
+
+def fitted_table(title: str, cols: list[Col]) -> FirstFit:
+    """A table of ``cols`` that fits its width: see the module docstring for the order."""
+
+    def layouts() -> Iterator[Table]:
+        yield _build(title, cols, compact=False, hidden=[], wrap=False)
+        shown, hidden = list(cols), list[str]()
+        yield _build(title, shown, compact=True, hidden=hidden, wrap=False)
+        for level in sorted({c.drop for c in cols if c.drop}):
+            shown = [c for c in shown if c.drop != level]
+            hidden = [c.header for c in cols if all(c is not s for s in shown)]
+            yield _build(title, shown, compact=True, hidden=hidden, wrap=False)
+        yield _build(title, shown, compact=True, hidden=hidden, wrap=True)
+
+    return FirstFit(layouts)
