@@ -182,3 +182,17 @@ def test_cpu_replica_names_stay_on_one_line_at_80_columns():
     for r in range(2):
         row = [ln for ln in devices if f"CPU replica {r}" in ln]
         assert len(row) == 1 and row[0].count("%") == 5, devices
+
+
+def test_a_long_trace_path_is_not_cut_by_the_panel_border(tmp_path):
+    long = tmp_path / ("run_of_" + "x" * 60) / "resnet50_dataloader_workers0.pt.trace.json.gz"
+    long.parent.mkdir()
+    shutil.copy(W0, long)
+    r = gpudiag("analyze", str(long), env_columns=80)
+    assert r.returncode == 0, r.stderr
+    _fits(r.stdout, 80)
+    first = r.stdout.splitlines()[:4]
+    # the title holds the file name only
+    assert first[0].startswith("╭─ gpudiag — resnet50_dataloader_workers0.pt.trace.json.gz ─")
+    joined = "".join(ln.strip("│ ") for ln in first[1:])
+    assert str(long) in joined, first  # the panel opens with it, whole

@@ -9,6 +9,7 @@ does not also carry).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 
 from rich.console import Console, ConsoleOptions, Group, RenderableType
@@ -108,6 +109,18 @@ def _evidence_text(evidence: dict[str, object]) -> str:
     return " · ".join(evidence_item(k, v) for k, v in evidence.items() if k != "fix")
 
 
+def _title(names: list[str], room: int) -> tuple[Text, bool]:
+    """``gpudiag — <sources>`` and True; where the border would cut that, the file names
+    alone or their count, and False (the panel then opens with the full paths)."""
+    title = "gpudiag — " + ", ".join(names)
+    if len(title) <= room:
+        return text(title), True
+    title = "gpudiag — " + ", ".join(os.path.basename(n) for n in names)
+    if len(title) > room:
+        title = f"gpudiag — {len(names)} traces" if len(names) > 1 else "gpudiag"
+    return text(title), False
+
+
 def render_report(d: Diagnosis, width: int = 100) -> RenderableType:
     bar_width = max(20, min(80, width - 10))
     head = Text()
@@ -139,7 +152,7 @@ def render_report(d: Diagnosis, width: int = 100) -> RenderableType:
     if d.findings:
         t = section_table("Evidence")
         t.add_column("severity")
-        t.add_column("finding")
+        t.add_column("finding", overflow="fold")
         t.add_column("what was measured", overflow="fold")
         for f in d.findings:
             t.add_row(
@@ -173,7 +186,10 @@ def render_report(d: Diagnosis, width: int = 100) -> RenderableType:
         for lim in d.limitations:
             bullets.add_row("•", text(lim))
         parts.append(bullets)
-    title = text("gpudiag — " + (", ".join(d.sources) if d.sources else d.producer))
+    names = d.sources or [d.producer]
+    title, whole = _title(names, width - 6)
+    if not whole:
+        parts.insert(0, text(", ".join(names), style="bright_black"))
     return Panel(Group(*parts), title=title, title_align="left", border_style="blue")
 
 
