@@ -196,3 +196,16 @@ def test_a_long_trace_path_is_not_cut_by_the_panel_border(tmp_path):
     assert first[0].startswith("╭─ gpudiag — resnet50_dataloader_workers0.pt.trace.json.gz ─")
     joined = "".join(ln.strip("│ ") for ln in first[1:])
     assert str(long) in joined, first  # the panel opens with it, whole
+
+
+@pytest.mark.parametrize("width", [44, 60, 80, 100, 120, 160])
+def test_multi_rank_report_fits_any_width_keeping_names_with_their_verdicts(width):
+    pytest.importorskip("xprof")
+    d = diagnose(load_file(MULTI))
+    buf = io.StringIO()
+    Console(file=buf, width=width, color_system=None).print(render_report(d, width=width))
+    out = buf.getvalue()
+    _fits(out, width)
+    for label in ("worker GPU 4", "worker GPU 6"):
+        # in the table row or as the heading of its entry: the name and verdict, whole
+        assert any(label in ln and "data-starved" in ln for ln in out.splitlines()), out

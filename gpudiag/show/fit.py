@@ -4,7 +4,8 @@ rich shrinks a table that is too wide by cutting cells (``verd…``, ``data…``
 figures and names over lines (``19.9\\nms``, ``CPU\\nreplica\\n0``). Here a table is built
 for the width it gets at print time instead: the report's usual look when it fits; else a
 compact look (no column rules, two-line headers); else without its least needed columns,
-named under the table. Only when even that is too wide do cells wrap (never ``…``).
+named under the table; else, narrower still, one entry per row (its name, then every column
+as ``header value``), which wraps between figures, never inside a name.
 
     cols = [Col("rank", labels, justify="left"), Col("steps", counts, drop=1)]
     console.print(fitted_table("Ranks", cols))
@@ -19,8 +20,9 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from rich import box
-from rich.console import Console, ConsoleOptions, JustifyMethod, RenderableType
+from rich.console import Console, ConsoleOptions, Group, JustifyMethod, RenderableType
 from rich.measure import Measurement
+from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
@@ -49,6 +51,23 @@ class FirstFit:
         yield last
 
 
+class Noted:
+    """A table with a note under it that may use the whole width (a table's caption wraps
+    at the table's width); measured as the table alone."""
+
+    def __init__(self, table: Table, note: str) -> None:
+        self.table, self.note = table, note
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        return Measurement.get(console, options, self.table)
+
+    def __rich_console__(
+        self, console: Console, options: ConsoleOptions
+    ) -> Iterator[RenderableType]:
+        yield self.table
+        yield Text(self.note, style="bright_black")
+
+
 @dataclass(eq=False)
 class Col:
     """One column: its header (``short``: the header in the compact look, e.g. on two
@@ -56,13 +75,13 @@ class Col:
     when the table does not fit."""
 
     header: str
-    cells: Sequence[RenderableType]
+    cells: Sequence[Text]
     justify: JustifyMethod = "right"
     drop: int = 0
     short: str = ""
 
 
-def table(title: str, compact: bool = False, caption: str = "") -> Table:
+def table(title: str, compact: bool = False) -> Table:
     """A titled table in the report's style: bold left title, no outer edge; ``compact``:
     no column rules, one space less between columns."""
     return Table(
@@ -71,40 +90,46 @@ def table(title: str, compact: bool = False, caption: str = "") -> Table:
         title_style="bold",
         show_edge=False,
         pad_edge=False,
-        caption=caption or None,
-        caption_justify="left",
-        caption_style="bright_black",
         box=box.SIMPLE_HEAVY if compact else box.HEAVY_HEAD,
         padding=(0, 1, 0, 0) if compact else (0, 1),
     )
 
 
-def _build(title: str, cols: list[Col], compact: bool, hidden: list[str], wrap: bool) -> Table:
-    caption = f"not shown at this width: {', '.join(hidden)}" if hidden else ""
-    t = table(title, compact, caption)
+def _table(title: str, cols: list[Col], compact: bool) -> Table:
+    t = table(title, compact)
     for c in cols:
         t.add_column(
-            (c.short or c.header) if compact else c.header,
-            justify=c.justify,
-            no_wrap=not wrap,
-            overflow="fold",
+            (c.short or c.header) if compact else c.header, justify=c.justify, no_wrap=True
         )
     for row in zip(*(c.cells for c in cols), strict=True):
         t.add_row(*row)
     return t
 
 
+def _stacked(title: str, cols: list[Col]) -> Group:
+    """One entry per row: its names (the left-aligned columns), then ``header value · …``
+    indented below."""
+    names = [c for c in cols if c.justify == "left"]
+    rest = [c for c in cols if c.justify != "left"]
+    parts: list[RenderableType] = [Text(title, style="bold")]
+    for i in range(len(cols[0].cells)):
+        parts.append(Text("  ").join(c.cells[i] for c in names))
+        figures = Text(" · ").join(Text(f"{c.header} ").append_text(c.cells[i]) for c in rest)
+        parts.append(Padding(figures, (0, 0, 0, 2)))
+    return Group(*parts)
+
+
 def fitted_table(title: str, cols: list[Col]) -> FirstFit:
     """A table of ``cols`` that fits its width: see the module docstring for the order."""
 
-    def layouts() -> Iterator[Table]:
-        yield _build(title, cols, compact=False, hidden=[], wrap=False)
-        shown, hidden = list(cols), list[str]()
-        yield _build(title, shown, compact=True, hidden=hidden, wrap=False)
+    def layouts() -> Iterator[RenderableType]:
+        yield _table(title, cols, compact=False)
+        yield _table(title, cols, compact=True)
+        shown = list(cols)
         for level in sorted({c.drop for c in cols if c.drop}):
             shown = [c for c in shown if c.drop != level]
-            hidden = [c.header for c in cols if all(c is not s for s in shown)]
-            yield _build(title, shown, compact=True, hidden=hidden, wrap=False)
-        yield _build(title, shown, compact=True, hidden=hidden, wrap=True)
+            hidden = ", ".join(c.header for c in cols if all(c is not s for s in shown))
+            yield Noted(_table(title, shown, True), f"not shown at this width: {hidden}")
+        yield _stacked(title, cols)
 
     return FirstFit(layouts)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator
 
+from rich.cells import cell_len
 from rich.console import Console, ConsoleOptions, Group, RenderableType
 from rich.panel import Panel
 from rich.table import Table
@@ -113,10 +114,10 @@ def _title(names: list[str], room: int) -> tuple[Text, bool]:
     """``gpudiag — <sources>`` and True; where the border would cut that, the file names
     alone or their count, and False (the panel then opens with the full paths)."""
     title = "gpudiag — " + ", ".join(names)
-    if len(title) <= room:
+    if cell_len(clean(title)) <= room:
         return text(title), True
     title = "gpudiag — " + ", ".join(os.path.basename(n) for n in names)
-    if len(title) > room:
+    if cell_len(clean(title)) > room:
         title = f"gpudiag — {len(names)} traces" if len(names) > 1 else "gpudiag"
     return text(title), False
 

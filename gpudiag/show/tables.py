@@ -28,10 +28,10 @@ def _ms(values: Sequence[float | None]) -> list[Text]:
 def devices_table(devices: Sequence[DeviceSummary]) -> FirstFit:
     """Busy, compute, exposed sync and copies per device, then its idle gaps. Where the
     width runs out: the rank column when all rows share one rank, then gaps at step edges,
-    the longest gap, the gap count, and last the rank column."""
+    the longest gap and the gap count."""
     one_rank = len({r.rank for r in devices}) == 1
     cols = [
-        Col("rank", [text(r.rank) for r in devices], "left", drop=1 if one_rank else 5),
+        Col("rank", [text(r.rank) for r in devices], "left", drop=1 if one_rank else 0),
         Col("device", [text(r.device) for r in devices], "left"),
         Col("busy", _pct([r.busy for r in devices])),
         Col("compute", _pct([r.compute for r in devices])),
