@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from rich import box
 from rich.console import Console, ConsoleOptions, Group, JustifyMethod, RenderableType
 from rich.measure import Measurement
-from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
@@ -106,6 +105,29 @@ def _table(title: str, cols: list[Col], compact: bool) -> Table:
     return t
 
 
+class Packed:
+    """Items on lines of the width given, separated by `` · ``, broken only between items
+    (a figure stays with its unit and header); lines indented by ``indent``."""
+
+    def __init__(self, items: list[Text], indent: int = 2) -> None:
+        self.items, self.indent = items, indent
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> Iterator[Text]:
+        room = options.max_width - self.indent
+        line = Text(" " * self.indent)
+        used = 0
+        for item in self.items:
+            if used and used + 3 + item.cell_len > room:
+                yield line
+                line, used = Text(" " * self.indent), 0
+            elif used:
+                line.append(" · ")
+                used += 3
+            line.append_text(item)
+            used += item.cell_len
+        yield line
+
+
 def _stacked(title: str, cols: list[Col]) -> Group:
     """One entry per row: its names (the left-aligned columns), then ``header value · …``
     indented below."""
@@ -114,8 +136,7 @@ def _stacked(title: str, cols: list[Col]) -> Group:
     parts: list[RenderableType] = [Text(title, style="bold")]
     for i in range(len(cols[0].cells)):
         parts.append(Text("  ").join(c.cells[i] for c in names))
-        figures = Text(" · ").join(Text(f"{c.header} ").append_text(c.cells[i]) for c in rest)
-        parts.append(Padding(figures, (0, 0, 0, 2)))
+        parts.append(Packed([Text(f"{c.header} ").append_text(c.cells[i]) for c in rest]))
     return Group(*parts)
 
 
