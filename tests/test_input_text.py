@@ -24,6 +24,7 @@ from gpudiag.show.compare import render_comparison
 from gpudiag.show.html import render_html
 from gpudiag.show.report import plain_report, render_report
 from gpudiag.show.safe import clean, escaped
+from gpudiag.show.tensorboard import verdict_markdown
 from gpudiag.trace.timeline import Metadata, RecordedFinding
 from tests import foreign
 from tests.synth import periodic
@@ -170,6 +171,7 @@ def test_every_string_field_is_made_safe_in_every_view(diagnosis):
         out = _terminal(render_report(diagnosis, width=width), width)
         assert_none_raw(out)
     assert_none_raw("".join(line.plain for line in plain_report(diagnosis)))
+    assert_none_raw(verdict_markdown(diagnosis))  # TensorBoard's text summary
     c = poisoned(compare(diagnosis, diagnosis))
     assert_none_raw(_terminal(render_comparison(c, f"base{BAD}", f"new{BAD}")))
 
