@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -22,8 +23,8 @@ W0 = str(SAMPLES / "resnet50_dataloader_workers0.pt.trace.json.gz")
 W4 = str(SAMPLES / "resnet50_dataloader_workers4.pt.trace.json.gz")
 
 
-def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "COLUMNS": "120"}
+def run_cli(*args: str, columns: int = 120) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "COLUMNS": str(columns)}
     return subprocess.run(
         [sys.executable, "-m", "gpudiag", "compare", *args],
         capture_output=True,
@@ -124,6 +125,22 @@ def test_cli_terminal_output_names_the_fix():
     assert "0.718" in r.stdout and "within the noise" in r.stdout
     assert "Load data in worker processes" in r.stdout and "applied" in r.stdout
     assert "33.9%" in r.stdout and "-33.1 pp" in r.stdout  # numbers beside the bars
+
+
+@pytest.mark.parametrize("columns, bars", [(80, True), (120, True), (56, False)])
+def test_cli_terminal_fits_its_width_without_cutting(columns, bars):
+    from rich.cells import cell_len
+
+    r = run_cli(W0, W4, columns=columns)
+    assert r.returncode == 0, r.stderr
+    assert "…" not in r.stdout and max(map(cell_len, r.stdout.splitlines())) <= columns
+    # each category on one line: its label, both shares, both bars (when they fit), the change
+    row = next(ln for ln in r.stdout.splitlines() if "input wait" in ln)
+    assert re.search(r"input wait .*33\.9% .*0\.9% .*-33\.1 pp", row), row
+    assert ("█" in row) == bars
+    if bars:  # as wide as the width allows, up to 20 cells, and the same length on both sides
+        runs = re.findall(r"[█·]+", row)
+        assert len(runs) == 2 and len(runs[0]) == len(runs[1]) >= (20 if columns >= 120 else 8)
 
 
 def test_cli_directory_and_glob_name_runs(tmp_path):

@@ -23,14 +23,16 @@ NCCL = str(SAMPLES / "nccl_world128_rank0.json.gz")  # sync-bound
 W0 = str(SAMPLES / "resnet50_dataloader_workers0.pt.trace.json.gz")
 
 
-def gpudiag(*args: str, cwd: str | os.PathLike[str] = REPO) -> subprocess.CompletedProcess[str]:
+def gpudiag(
+    *args: str, cwd: str | os.PathLike[str] = REPO, env_columns: int = 100
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "gpudiag", *args],
         capture_output=True,
         text=True,
         timeout=120,
         cwd=cwd,
-        env={**os.environ, "COLUMNS": "100"},
+        env={**os.environ, "COLUMNS": str(env_columns)},
     )
 
 
@@ -120,3 +122,90 @@ def test_follow_pattern_picks_the_newest_trace(tmp_path):
     r = gpudiag("live", "--once", "--follow", "none-*.json", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert "waiting for none-*.json to appear" in r.stdout
+
+
+MULTI = str(SAMPLES / "tf_gpu_multi_worker.xplane.pb")  # two workers, one GPU each
+
+
+def _section(out: str, title: str) -> list[str]:
+    """The lines of one titled section of the report, up to the next blank line."""
+    lines = out.splitlines()
+    start = next(i for i, ln in enumerate(lines) if ln.strip("│ ").startswith(title))
+    end = next(i for i in range(start + 1, len(lines)) if not lines[i].strip("│╰─╯ "))
+    return lines[start:end]
+
+
+def _fits(out: str, width: int) -> None:
+    from rich.cells import cell_len
+
+    assert "…" not in out, out  # nothing cut
+    assert max(cell_len(ln) for ln in out.splitlines()) <= width
+
+
+def test_report_at_80_columns_cuts_no_word_and_wraps_no_name():
+    pytest.importorskip("xprof")
+    r = gpudiag("analyze", MULTI, env_columns=80)
+    assert r.returncode == 0, r.stderr
+    _fits(r.stdout, 80)
+    for title, row in (("Devices", "worker GPU 4"), ("Ranks", "worker GPU 4")):
+        rows = [ln for ln in _section(r.stdout, title) if row in ln]
+        assert len(rows) == 1 and "%" in rows[0], (title, rows)  # name and figures: one line
+    ranks = _section(r.stdout, "Ranks")
+    assert sum("data-starved" in ln for ln in ranks) == 2  # both verdicts whole
+    assert any("19.9 ms" in ln and "11%" in ln for ln in ranks)
+    assert any("not shown at this width: steps, work" in ln for ln in ranks)
+    # the legend breaks between items, never between a mark and its label
+    assert any(". other/idle 17%" in ln for ln in r.stdout.splitlines())
+    wide = gpudiag("analyze", MULTI, env_columns=120)
+    _fits(wide.stdout, 120)
+    assert "not shown" not in wide.stdout  # every column at 120
+    heads = next(ln for ln in _section(wide.stdout, "Ranks") if "verdict" in ln)
+    assert re.search(r"rank\s+┃ verdict\s+┃ steps ┃ +step ┃ +work ┃ +waits", heads), heads
+
+
+def test_cpu_replica_names_stay_on_one_line_at_80_columns():
+    from gpudiag.trace.timeline import Kind, Metadata, Timeline
+
+    tl = Timeline(meta=Metadata(producer="gpudiag", device_type="CPU", replicas=2))
+    starts = [i * 1000.0 for i in range(6)]
+    for r in range(2):
+        dev = f"CPU replica {r}"
+        tl.add_activity(dev, Kind.COMPUTE, [s + 300 for s in starts], [s + 900 for s in starts])
+    tl.add_input_wait([s for s in starts], [s + 300 for s in starts], ["IteratorGetNext"])
+    tl.add_steps(range(6), starts, [s + 1000 for s in starts])
+    d = diagnose([tl.freeze()])
+    buf = io.StringIO()
+    Console(file=buf, width=80, color_system=None).print(render_report(d, width=80))
+    out = buf.getvalue()
+    _fits(out, 80)
+    devices = _section(out, "Devices")
+    for r in range(2):
+        row = [ln for ln in devices if f"CPU replica {r}" in ln]
+        assert len(row) == 1 and row[0].count("%") == 5, devices
+
+
+def test_a_long_trace_path_is_not_cut_by_the_panel_border(tmp_path):
+    long = tmp_path / ("run_of_" + "x" * 60) / "resnet50_dataloader_workers0.pt.trace.json.gz"
+    long.parent.mkdir()
+    shutil.copy(W0, long)
+    r = gpudiag("analyze", str(long), env_columns=80)
+    assert r.returncode == 0, r.stderr
+    _fits(r.stdout, 80)
+    first = r.stdout.splitlines()[:4]
+    # the title holds the file name only
+    assert first[0].startswith("╭─ gpudiag — resnet50_dataloader_workers0.pt.trace.json.gz ─")
+    joined = "".join(ln.strip("│ ") for ln in first[1:])
+    assert str(long) in joined, first  # the panel opens with it, whole
+
+
+@pytest.mark.parametrize("width", [44, 60, 80, 100, 120, 160])
+def test_multi_rank_report_fits_any_width_keeping_names_with_their_verdicts(width):
+    pytest.importorskip("xprof")
+    d = diagnose(load_file(MULTI))
+    buf = io.StringIO()
+    Console(file=buf, width=width, color_system=None).print(render_report(d, width=width))
+    out = buf.getvalue()
+    _fits(out, width)
+    for label in ("worker GPU 4", "worker GPU 6"):
+        # in the table row or as the heading of its entry: the name and verdict, whole
+        assert any(label in ln and "data-starved" in ln for ln in out.splitlines()), out

@@ -10,11 +10,14 @@ from __future__ import annotations
 from rich.console import Group, RenderableType
 from rich.markup import escape
 from rich.panel import Panel
+from rich.table import Table
 from rich.text import Text
 
 from gpudiag.analyze.breakdown import CATEGORIES
 from gpudiag.analyze.compare import Comparison, RunFigures
-from gpudiag.show.report import COLOURS, VERDICT_STYLE, section_table
+from gpudiag.show.fit import FirstFit
+from gpudiag.show.fit import table as section_table
+from gpudiag.show.report import COLOURS, VERDICT_STYLE
 from gpudiag.show.safe import clean, text
 from gpudiag.show.units import LABELS
 
@@ -39,6 +42,37 @@ def _bar(share: float, width: int = 20) -> str:
     return "█" * n + "·" * (width - n)
 
 
+BAR_WIDTHS = (*range(20, 7, -1), 0)  # tried in turn until the table fits; 0: no bars
+
+
+def shares_table(c: Comparison) -> FirstFit:
+    """Each category's share in BASE and NEW, with bars as wide as the width allows (none
+    when they would be shorter than 8 cells) and the change in percentage points."""
+
+    def layout(bar: int) -> Table:
+        t = section_table("Share of step time")
+        heads = ("", "BASE", "", "NEW", "", "change") if bar else ("", "BASE", "NEW", "change")
+        for i, col in enumerate(heads):
+            t.add_column(col, justify="left" if i == 0 else "right", no_wrap=True)
+        for cat in CATEGORIES:
+            b, n = c.base.breakdown.get(cat, 0.0), c.new.breakdown.get(cat, 0.0)
+            d = c.share_deltas[cat]
+            base: list[str | Text] = [f"{100 * b:.1f}%"]
+            new: list[str | Text] = [f"{100 * n:.1f}%"]
+            if bar:
+                base.append(Text(_bar(b, bar), style=COLOURS[cat]))
+                new.append(Text(_bar(n, bar), style=COLOURS[cat]))
+            t.add_row(
+                Text(LABELS[cat], style=COLOURS[cat]),
+                *base,
+                *new,
+                Text(f"{100 * d:+.1f} pp", style="green" if abs(d) < 0.005 else "bold"),
+            )
+        return t
+
+    return FirstFit(lambda: (layout(bar) for bar in BAR_WIDTHS))
+
+
 def render_comparison(c: Comparison, base_label: str, new_label: str) -> RenderableType:
     parts: list[RenderableType] = [
         _side("BASE", base_label, c.base),
@@ -56,21 +90,7 @@ def render_comparison(c: Comparison, base_label: str, new_label: str) -> Rendera
         )
     head.append(clean(c.summary))
     parts += [head, Text("")]
-    t = section_table("Share of step time")
-    for col in ("", "BASE", "", "NEW", "", "change"):
-        t.add_column(col, justify="left" if col in ("",) else "right")
-    for cat in CATEGORIES:
-        b, n = c.base.breakdown.get(cat, 0.0), c.new.breakdown.get(cat, 0.0)
-        d = c.share_deltas[cat]
-        t.add_row(
-            Text(LABELS[cat], style=COLOURS[cat]),
-            f"{100 * b:.1f}%",
-            Text(_bar(b), style=COLOURS[cat]),
-            f"{100 * n:.1f}%",
-            Text(_bar(n), style=COLOURS[cat]),
-            Text(f"{100 * d:+.1f} pp", style="green" if abs(d) < 0.005 else "bold"),
-        )
-    parts.append(t)
+    parts.append(shares_table(c))
     if c.gone or c.appeared:
         parts.append(Text(""))
         if c.gone:

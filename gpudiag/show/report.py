@@ -9,8 +9,10 @@ does not also carry).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 
+from rich.cells import cell_len
 from rich.console import Console, ConsoleOptions, Group, RenderableType
 from rich.panel import Panel
 from rich.table import Table
@@ -18,7 +20,9 @@ from rich.text import Text
 
 from gpudiag.analyze.breakdown import CATEGORIES
 from gpudiag.analyze.diagnosis import Diagnosis
+from gpudiag.show.fit import table as section_table
 from gpudiag.show.safe import clean, text
+from gpudiag.show.tables import devices_table, ranks_table
 from gpudiag.show.units import LABELS, evidence_item, gain_text
 
 COLOURS = {
@@ -42,20 +46,14 @@ GLYPHS = {"input": "I", "transfer": "T", "compute": "C", "sync": "S", "other": "
 
 
 class ColourAware:
-    """A renderable built when printed, knowing whether the console shows colour."""
+    """A renderable built when printed, knowing whether the console shows colour and the
+    width it is given."""
 
-    def __init__(self, make: Callable[[bool], Text]) -> None:
+    def __init__(self, make: Callable[[bool, int], Text]) -> None:
         self.make = make
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> Iterator[Text]:
-        yield self.make(console.color_system is None or console.no_color)
-
-
-def section_table(title: str) -> Table:
-    """A titled table in the report's one style: bold left title, no outer edge."""
-    return Table(
-        title=title, title_justify="left", title_style="bold", show_edge=False, pad_edge=False
-    )
+        yield self.make(console.color_system is None or console.no_color, options.max_width)
 
 
 def stacked_bar(shares: dict[str, float], width: int, plain: bool = False) -> Text:
@@ -74,11 +72,22 @@ def stacked_bar(shares: dict[str, float], width: int, plain: bool = False) -> Te
     return text
 
 
-def legend(shares: dict[str, float], plain: bool = False) -> Text:
+def legend(shares: dict[str, float], plain: bool = False, width: int = 1000) -> Text:
+    """``■ input wait 34%   ■ host↔device 1%   …``, broken between items (never between a
+    mark and its label) where ``width`` runs out."""
     text = Text()
+    used = 0
     for cat in CATEGORIES:
+        item = f"{LABELS[cat]} {100 * shares.get(cat, 0):.0f}%"
+        if used and used + 5 + len(item) > width:
+            text.append("\n")
+            used = 0
+        elif used:
+            text.append("   ")
+            used += 3
         text.append(f"{GLYPHS[cat]} " if plain else "■ ", style=COLOURS[cat])
-        text.append(f"{LABELS[cat]} {100 * shares.get(cat, 0):.0f}%   ")
+        text.append(item)
+        used += 2 + len(item)
     return text
 
 
@@ -101,6 +110,18 @@ def _evidence_text(evidence: dict[str, object]) -> str:
     return " · ".join(evidence_item(k, v) for k, v in evidence.items() if k != "fix")
 
 
+def _title(names: list[str], room: int) -> tuple[Text, bool]:
+    """``gpudiag — <sources>`` and True; where the border would cut that, the file names
+    alone or their count, and False (the panel then opens with the full paths)."""
+    title = "gpudiag — " + ", ".join(names)
+    if cell_len(clean(title)) <= room:
+        return text(title), True
+    title = "gpudiag — " + ", ".join(os.path.basename(n) for n in names)
+    if cell_len(clean(title)) > room:
+        title = f"gpudiag — {len(names)} traces" if len(names) > 1 else "gpudiag"
+    return text(title), False
+
+
 def render_report(d: Diagnosis, width: int = 100) -> RenderableType:
     bar_width = max(20, min(80, width - 10))
     head = Text()
@@ -111,8 +132,8 @@ def render_report(d: Diagnosis, width: int = 100) -> RenderableType:
     if d.verdict != "inconclusive" or any(d.breakdown.values()):
         parts += [
             Text("Step time", style="bold"),
-            ColourAware(lambda plain: stacked_bar(d.breakdown, bar_width, plain)),
-            ColourAware(lambda plain: legend(d.breakdown, plain)),
+            ColourAware(lambda plain, _: stacked_bar(d.breakdown, bar_width, plain)),
+            ColourAware(lambda plain, width: legend(d.breakdown, plain, width)),
         ]
         st = d.steps
         if st.get("analyzed"):
@@ -127,12 +148,12 @@ def render_report(d: Diagnosis, width: int = 100) -> RenderableType:
             parts += [
                 Text(""),
                 Text("Per step (busy vs idle)", style="bold"),
-                ColourAware(lambda plain: step_strip(d.per_step, bar_width, plain)),
+                ColourAware(lambda plain, _: step_strip(d.per_step, bar_width, plain)),
             ]
     if d.findings:
         t = section_table("Evidence")
         t.add_column("severity")
-        t.add_column("finding")
+        t.add_column("finding", overflow="fold")
         t.add_column("what was measured", overflow="fold")
         for f in d.findings:
             t.add_row(
@@ -155,57 +176,21 @@ def render_report(d: Diagnosis, width: int = 100) -> RenderableType:
             )
         parts += [Text(""), t]
     if d.devices:
-        t = section_table("Devices")
-        for col in (
-            "rank",
-            "device",
-            "busy",
-            "compute",
-            "sync",
-            "copies",
-            "gaps",
-            "longest gap",
-            "gaps at step edge",
-        ):
-            t.add_column(col, justify="left" if col in ("rank", "device") else "right")
-        for r in d.devices[:32]:
-            t.add_row(
-                text(r.rank),
-                text(r.device),
-                f"{100 * r.busy:.0f}%",
-                f"{100 * r.compute:.0f}%",
-                f"{100 * r.sync:.0f}%",
-                f"{100 * r.transfer:.0f}%",
-                str(r.gaps),
-                f"{r.longest_gap_ms:.1f} ms",
-                f"{100 * r.gap_boundary_share:.0f}%",
-            )
-        parts += [Text(""), t]
+        parts += [Text(""), devices_table(d.devices[:32])]
     if len(d.ranks) > 1:
-        t = section_table("Ranks")
-        waits = any(r.wait_ms is not None for r in d.ranks)  # analyze/arrival.py
-        cols = ["rank", "verdict", "steps", "step"] + (["work", "waits"] if waits else [])
-        for col in [*cols, "input", "compute", "sync", "other"]:
-            t.add_column(col, justify="left" if col in ("rank", "verdict") else "right")
-        for rk in d.ranks[:64]:
-            b = rk.breakdown
-            timing = [f"{rk.work_ms or 0:.1f} ms", f"{rk.wait_ms or 0:.1f} ms"] if waits else []
-            t.add_row(
-                text(rk.label),
-                text(rk.verdict),
-                str(rk.steps),
-                f"{rk.step_ms:.1f} ms",
-                *timing,
-                f"{100 * b['input']:.0f}%",
-                f"{100 * b['compute']:.0f}%",
-                f"{100 * b['sync']:.0f}%",
-                f"{100 * b['other']:.0f}%",
-            )
-        parts += [Text(""), t]
+        parts += [Text(""), ranks_table(d.ranks[:64])]
     if d.limitations:
         parts += [Text(""), Text("Not measured / caveats", style="bold")]
-        parts += [text(f"• {lim}", style="bright_black") for lim in d.limitations]
-    title = text("gpudiag — " + (", ".join(d.sources) if d.sources else d.producer))
+        bullets = Table.grid(padding=(0, 1, 0, 0))  # wrapped lines stay under their text
+        bullets.add_column(style="bright_black")
+        bullets.add_column(style="bright_black")
+        for lim in d.limitations:
+            bullets.add_row("•", text(lim))
+        parts.append(bullets)
+    names = d.sources or [d.producer]
+    title, whole = _title(names, width - 6)
+    if not whole:
+        parts.insert(0, text(", ".join(names), style="bright_black"))
     return Panel(Group(*parts), title=title, title_align="left", border_style="blue")
 
 

@@ -1,47 +1,61 @@
-"""Make text that came from input (paths, op and host names, error messages) safe to print.
+"""Make text that came from input (paths, op and host names, error messages) safe to show.
 
-A trace can hold anything: ANSI escapes (``"\\u001b[2J"`` clears the screen), newlines that
-split a one-line error in two, lone surrogates that no encoder accepts, and text that rich
-would read as markup (``run[/]x.json``). Everything from input goes through one of these:
+A trace can hold anything: ANSI escapes (``"\\u001b[2J"`` clears the screen), NUL, newlines
+that split a one-line error in two, lone surrogates that no encoder accepts (a 0-byte HTML
+page), bidirectional overrides (U+202E shows ``exe.txt`` as ``txt.exe``) and text that rich
+would read as markup (``run[/]x.json``). Every string from input reaches the reader through
+exactly one of these, one per medium:
 
-    clean("a\\x1b[2Jb")        # 'a␛[2Jb'   one visible character per control character
+    clean("a\\x1b[2Jb")        # 'a␛[2Jb'   the one cleaning step, for every medium
+    text(path, style="bold")   # terminal: a rich Text of clean(path), never read as markup
+    safe_text(line)            # terminal: a rich Text with its characters cleaned, styles kept
+    html_text(name)            # HTML: clean() then escaped for text and attribute values
     escaped("bad\\nname.json")  # 'bad\\\\nname.json'  backslash escapes, for one-line messages
-    text(path, style="bold")   # a rich Text (never parsed as markup) of clean(path)
-    safe_text(line)            # a rich Text with its characters cleaned, styles kept
 
-``clean`` keeps the length (rich spans stay aligned); ``escaped`` is for plain messages.
+``clean`` keeps the length (rich spans stay aligned) and its output is always encodable as
+UTF-8, has no control character, no bidi control and no Unicode noncharacter.
 """
 
 from __future__ import annotations
 
+import html
 import re
 
 from rich.text import Text
 
-# C0 controls -> Unicode "control pictures" (U+2400 + code); DEL -> U+2421; C1 -> U+FFFD
-_PICTURES = {c: 0x2400 + c for c in range(0x20)}
-_PICTURES[0x7F] = 0x2421
-_PICTURES.update({c: 0xFFFD for c in range(0x80, 0xA0)})
-_PICTURES.update({c: 0xFFFD for c in range(0xD800, 0xE000)})  # lone surrogates
-_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
+# What is never shown raw: C0 and C1 controls, DEL, lone surrogates, line/paragraph
+# separators, the bidi controls (ALM, LRM, RLM, LRE..RLO, LRI..PDI) and noncharacters.
+_UNSAFE = re.compile(
+    "[\x00-\x1f\x7f-\x9f\ud800-\udfff\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069"
+    "\ufdd0-\ufdef\ufffe\uffff"
+    + "".join(f"{chr(p * 0x10000 + 0xFFFE)}{chr(p * 0x10000 + 0xFFFF)}" for p in range(1, 17))
+    + "]"
+)
+_ESCAPE = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")  # what breaks a one-line message
+
+
+def _picture(m: re.Match[str]) -> str:
+    """C0 controls -> their Unicode "control picture" (U+2400 + code), DEL -> U+2421,
+    anything else -> U+FFFD."""
+    c = ord(m.group())
+    return chr(0x2400 + c) if c < 0x20 else "\u2421" if c == 0x7F else "\ufffd"
 
 
 def clean(value: object) -> str:
-    """``str(value)`` with control characters and lone surrogates made visible, one
-    character each."""
+    """``str(value)`` with every unsafe character made visible, one character for one."""
     s = str(value)
-    return s.translate(_PICTURES) if _UNSAFE.search(s) else s
+    return _UNSAFE.sub(_picture, s) if _UNSAFE.search(s) else s
 
 
 def escaped(value: object) -> str:
     """``str(value)`` with control characters and lone surrogates as backslash escapes
-    (``\\n``, ``\\x1b``, ``\\udcff``): one line, ASCII-safe for what was unsafe."""
+    (``\\n``, ``\\x1b``, ``\\udcff``) and bidi controls made visible: one line, encodable."""
     s = str(value)
-    if not _UNSAFE.search(s):
-        return s
-    return _UNSAFE.sub(
-        lambda m: m.group().encode("unicode_escape", "backslashreplace").decode("ascii"), s
-    )
+    if _ESCAPE.search(s):
+        s = _ESCAPE.sub(
+            lambda m: m.group().encode("unicode_escape", "backslashreplace").decode("ascii"), s
+        )
+    return clean(s)
 
 
 def text(value: object, style: str = "") -> Text:
@@ -63,3 +77,8 @@ def safe_text(t: Text) -> Text:
         end=t.end,
         spans=list(t.spans),
     )
+
+
+def html_text(value: object) -> str:
+    """``clean(value)`` escaped for HTML text and (quoted) attribute values."""
+    return html.escape(clean(value), quote=True)

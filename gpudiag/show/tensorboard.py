@@ -18,6 +18,7 @@ from typing import Any
 
 from gpudiag.analyze.breakdown import CATEGORIES
 from gpudiag.analyze.diagnosis import Diagnosis
+from gpudiag.show.safe import clean
 from gpudiag.show.units import gain_text
 
 
@@ -42,16 +43,20 @@ def tensorboard_targets(
 
 
 def verdict_markdown(d: Diagnosis) -> str:
-    lines = [f"**{d.verdict}** (confidence {d.confidence:.2f}): {d.reason}", ""]
+    """The verdict as Markdown; text from the input cleaned (``show.safe``), as in every view."""
+    lines = [f"**{d.verdict}** (confidence {d.confidence:.2f}): {clean(d.reason)}", ""]
     shares = ", ".join(f"{c} {100 * d.breakdown.get(c, 0.0):.1f}%" for c in CATEGORIES)
     lines.append(f"Step time: {shares}.")
     if d.steps.get("median_ms") is not None:
         lines.append(f"Median step {d.steps['median_ms']:.1f} ms over {d.steps['count']} steps.")
     if d.findings:
-        lines += ["", "Findings: " + ", ".join(f"`{f.id}` ({f.severity})" for f in d.findings)]
+        lines += [
+            "",
+            "Findings: " + ", ".join(f"`{clean(f.id)}` ({f.severity})" for f in d.findings),
+        ]
     for s in d.suggestions[:3]:
         gain = gain_text(s.expected_gain, s.expected_gain_range)
-        lines.append(f"- {gain} {s.title}: {s.detail}")
+        lines.append(f"- {gain} {clean(s.title)}: {clean(s.detail)}")
     return "\n".join(lines)
 
 

@@ -6,7 +6,8 @@
 Everything is inline (CSS, SVG, a few lines of JavaScript for the hover read-out): the page
 fetches nothing, so it can be mailed or attached to a ticket. The drawing is done here, in
 SVG, so the page reads the same with JavaScript off. Every string that comes from the input
-(op names, paths, device names) goes through ``html.escape`` (``style.e``).
+(op names, paths, device names, limitations) goes through ``style.e``: cleaned of control
+characters, bidi overrides and lone surrogates, then escaped, so the page is valid UTF-8.
 
 Modules: ``style`` (colours, CSS, script, escaping), ``charts`` (SVG), ``sections`` (where
 time goes, remedies), ``evidence`` (findings and their measured evidence), ``page``.

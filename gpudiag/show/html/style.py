@@ -1,13 +1,15 @@
 """The report's look: colours per category, verdict and severity, its CSS and hover script,
-and the one escaping function every string from the input goes through.
+and ``e``, the one function every string from the input goes through (``safe.html_text``:
+no control character, bidi override or lone surrogate reaches the page, markup escaped).
 
     f'<span style="background:{COLOURS["input"]}">{e(device_name)}</span>'
 """
 
 from __future__ import annotations
 
-import html
 from typing import Any
+
+from gpudiag.show.safe import html_text
 
 COLOURS = {
     "input": "#d62728",
@@ -77,8 +79,8 @@ SCRIPT = """
 
 
 def e(value: Any) -> str:
-    """Escape anything for HTML text and attribute values."""
-    return html.escape(str(value), quote=True)
+    """Anything as safe HTML text or attribute value (see ``gpudiag.show.safe``)."""
+    return html_text(value)
 
 
 def pct(x: float) -> str:
