@@ -17,7 +17,6 @@ from gpudiag.trace.chrome import ChromeDoc, index_names
 from gpudiag.trace.errors import TraceError
 from gpudiag.trace.tfprof import read_tf_stream, read_tf_trace
 from gpudiag.trace.timeline import Timeline
-from gpudiag.trace.xplane_xprof import xprof_overview, xprof_tool  # noqa: F401  (re-exported)
 from gpudiag.trace.xspace_events import MAX_DURATION_PS, XSpaceEvents, open_xspace
 
 REPLACEMENT_CHAR = "\ufffd".encode()
