@@ -425,7 +425,7 @@ def test_non_finite_numbers_in_a_gpudiag_trace(tmp_path, capsys):
 
 
 def test_json_output_is_strict_even_for_non_finite_figures():
-    from gpudiag.cli import strict_json
+    from gpudiag.analyze.diagnosis import strict_json
 
     doc = {"a": float("inf"), "b": [float("nan"), 1.5], "c": {"d": -float("inf")}}
     assert json.loads(json.dumps(strict_json(doc), allow_nan=False)) == {

@@ -21,7 +21,7 @@ from typing import Any
 
 from gpudiag.analyze.attribution import config_changes, remedy_status
 from gpudiag.analyze.breakdown import CATEGORIES
-from gpudiag.analyze.diagnosis import Diagnosis
+from gpudiag.analyze.diagnosis import Diagnosis, strict_json
 from gpudiag.analyze.step_ratio import StepRatio, epoch_medians, step_ratio
 
 # Below this many steps on a side the interval is wide and the report says so (a few dozen
@@ -115,19 +115,24 @@ class Comparison:
         return bool(self.work["measurable"]) and self.work["interval"][0] > 1.0 + pct / 100.0
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "base": asdict(self.base),
-            "new": asdict(self.new),
-            "step_time_ratio": self.step_time_ratio,
-            "speedup": (None if not self.step_time_ratio else round(1.0 / self.step_time_ratio, 4)),
-            "share_deltas": self.share_deltas,
-            "findings_appeared": self.appeared,
-            "findings_gone": self.gone,
-            "remedies": [r.to_dict() for r in self.remedies],
-            "summary": self.summary,
-            "work": self.work,
-            "config_changes": self.changes,
-        }
+        """Exactly what ``gpudiag compare --json`` prints (strict JSON)."""
+        return strict_json(
+            {
+                "base": asdict(self.base),
+                "new": asdict(self.new),
+                "step_time_ratio": self.step_time_ratio,
+                "speedup": (
+                    None if not self.step_time_ratio else round(1.0 / self.step_time_ratio, 4)
+                ),
+                "share_deltas": self.share_deltas,
+                "findings_appeared": self.appeared,
+                "findings_gone": self.gone,
+                "remedies": [r.to_dict() for r in self.remedies],
+                "summary": self.summary,
+                "work": self.work,
+                "config_changes": self.changes,
+            }
+        )
 
 
 def _ratio(base: float | None, new: float | None) -> float | None:

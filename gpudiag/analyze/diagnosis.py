@@ -1,7 +1,7 @@
 """The answer: verdict, confidence, breakdown, findings, suggestions. Public contract.
 
-``Diagnosis.to_dict()`` is exactly what ``gpudiag analyze --json`` prints, so every field here
-is JSON-ready (str, float, int, list, dict).
+``Diagnosis.to_dict()`` is exactly what ``gpudiag analyze --json`` prints: strict JSON by
+construction (``strict_json``: a figure that could not be measured is null, never NaN).
 
     d = diagnose(timelines)
     d.verdict          # "data-starved" | "sync-bound" | "compute-bound" | "inconclusive"
@@ -10,12 +10,24 @@ is JSON-ready (str, float, int, list, dict).
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 VERDICTS = ("data-starved", "sync-bound", "compute-bound", "inconclusive")
 SEVERITIES = ("high", "moderate", "info")
 SCHEMA_VERSION = 1
+
+
+def strict_json(value: Any) -> Any:
+    """``value`` with every non-finite float as null, keys as strings, tuples as lists."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {str(k): strict_json(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [strict_json(v) for v in value]
+    return value
 
 
 @dataclass
@@ -117,6 +129,9 @@ class Diagnosis:
         return [f.id for f in self.findings]
 
     def to_dict(self) -> dict[str, Any]:
+        return strict_json(self._fields())
+
+    def _fields(self) -> dict[str, Any]:
         return {
             "schema": SCHEMA_VERSION,
             "verdict": self.verdict,

@@ -307,8 +307,9 @@ def _phases(
         for e in range(n_epochs)
     ]
     if n_epochs >= 2 and np.isfinite(med[0]):
-        later = float(np.nanmedian(med[1:])) if np.any(np.isfinite(med[1:])) else float("nan")
-        if np.isfinite(later) and med[0] >= FIRST_EPOCH_FACTOR * later:
+        measured = [m for m in med[1:] if np.isfinite(m)]  # epochs with steady steps
+        later = float(np.median(measured)) if measured else float("nan")
+        if measured and med[0] >= FIRST_EPOCH_FACTOR * later:
             sel = (epochs == 0) & (phase == "steady")
             phase[sel] = "cache-fill"
             idx = np.nonzero(epochs == 0)[0]

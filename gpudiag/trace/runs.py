@@ -27,10 +27,11 @@ from typing import Any
 
 import numpy as np
 
-from gpudiag.trace.errors import TraceError
-from gpudiag.trace.sink import limit_intervals, share_of_limit
+from gpudiag.trace.errors import TraceError, unforeseen
+from gpudiag.trace.limits import ReadLimits
 from gpudiag.trace.timeline import Intervals, Timeline
 
+Result = tuple[list[Timeline], TraceError | None]
 COUNTER_POINTS = 2000  # per counter: a sampled run of hours at 0.5 s keeps its shape
 TRACE_SUFFIXES = (".json", ".json.gz", ".gz", ".pb")
 
@@ -56,47 +57,39 @@ def trace_files(folder: str) -> list[str]:
     return out
 
 
+def run_files(args: Sequence[str]) -> list[str]:
+    """The files that command-line arguments name, the one answer for ``analyze`` and
+    ``compare``: a directory gives the trace files under it (``trace_files``), a quoted glob
+    pattern its matches, anything else is a path. TraceError for a directory without trace
+    files or a pattern that matches nothing."""
+    from gpudiag.trace.load import matching_paths
+
+    files: list[str] = []
+    for arg in args:
+        matched = matching_paths(arg)
+        if not matched:
+            raise TraceError(arg, "no file matches this pattern")
+        for path in matched:
+            if os.path.isdir(path):
+                found = trace_files(path)
+                if not found:
+                    raise TraceError(path, "directory holds no trace files")
+                files += found
+            else:
+                files.append(path)
+    return files
+
+
 def identify(path: str) -> RankFile:
-    """Run id, rank and start of a file from its head (no full read). TraceError for a file
-    that cannot be read at all."""
-    from gpudiag.trace.chrome import loads
-    from gpudiag.trace.kineto import kineto_head
+    """Run id, rank and start of a file from its head (no full read), as its format in the
+    table says. TraceError for a file that cannot be read at all."""
+    from gpudiag.trace.formats import Identity, find_format
     from gpudiag.trace.source import peek_source
 
     head = peek_source(path, 1 << 16)  # TraceError for missing, empty, unreadable files
-    text = head.lstrip()
-    if text.startswith(b"["):
-        line = text[1:].lstrip().split(b"\n", 1)[0].rstrip().rstrip(b",")
-        try:
-            ev = loads(line)
-            args = (ev.get("args") or {}) if isinstance(ev, dict) else {}
-        except ValueError:
-            args = {}
-        if isinstance(args, dict) and args.get("format") == "gpudiag-trace":
-            extra = args.get("extra")
-            extra = extra if isinstance(extra, dict) else {}
-            return RankFile(
-                path,
-                _str(args.get("run_id")),
-                _int(args.get("rank")),
-                _float(extra.get("started_us")),
-            )
-    top = kineto_head(head) if text.startswith(b"{") else None
-    if top is not None and isinstance(top.get("distributedInfo"), dict):
-        return RankFile(path, None, _int(top["distributedInfo"].get("rank")), None)
-    return RankFile(path, None, None, None)
-
-
-def _str(x: Any) -> str | None:
-    return str(x)[:64] if isinstance(x, str) and x else None
-
-
-def _int(x: Any) -> int | None:
-    return int(x) if isinstance(x, int) and not isinstance(x, bool) else None
-
-
-def _float(x: Any) -> float | None:
-    return float(x) if isinstance(x, int | float) and not isinstance(x, bool) else None
+    fmt = find_format(head)
+    who = fmt.identify(head) if fmt is not None else Identity()
+    return RankFile(path, who.run_id, who.rank, who.started_us)
 
 
 def group_runs(paths: Sequence[str]) -> list[list[RankFile]]:
@@ -159,25 +152,18 @@ def summarize(tl: Timeline) -> Timeline:
     return tl
 
 
-def read_summaries(
-    path: str, reduce: bool = True, limit: int | None = None
-) -> tuple[list[Timeline], str | None]:
+def read_summaries(path: str, reduce: bool, limits: ReadLimits) -> Result:
     """Pool / Dask task: the file's rank summaries (``reduce=False``: its whole timelines),
-    or the reader's one-line problem (an exception would not cross the process boundary
-    intact). ``limit``: the intervals this file may hold (its share of the bound)."""
+    or the TraceError that says why it cannot be read (returned, not raised: it comes back
+    as it is, whatever the exception was)."""
     from gpudiag.trace.allocator import return_big_buffers
     from gpudiag.trace.load import load_file
 
     return_big_buffers()  # an analysis process: keep its peak memory its true peak
     try:
-        with limit_intervals(limit):
-            return [summarize(tl) if reduce else tl for tl in load_file(path)], None
-    except TraceError as e:
-        return [], e.problem
-    except MemoryError:
-        return [], "not enough memory to read this trace"
+        return [summarize(tl) if reduce else tl for tl in load_file(path, limits)], None
     except Exception as e:  # an input we did not foresee: one line, never a traceback
-        return [], f"could not read ({type(e).__name__}: {e})"
+        return [], unforeseen(path, e)
 
 
 def default_jobs(n_files: int) -> int:
@@ -200,34 +186,37 @@ def _pool_context() -> Any:
     return get_context("forkserver")
 
 
-Result = tuple[list[Timeline], str | None]
-
-
 class RankReader:
     """Starts reading when created (so a pool forks before any progress thread starts);
     ``collect()`` waits for the summaries, in the order given."""
 
     def __init__(
-        self, paths: Sequence[str], jobs: int | None = None, scheduler: str | None = None
+        self,
+        paths: Sequence[str],
+        jobs: int | None = None,
+        scheduler: str | None = None,
+        limits: ReadLimits | None = None,
     ) -> None:
         self.paths = list(paths)
         self.jobs = default_jobs(len(self.paths)) if jobs is None else max(1, jobs)
         # one file (one rank) is analysed whole, exactly as the callback that wrote it did
         self.reduce = len(self.paths) > 1
         # several: each holds its share of the interval bound (a run of 500 ranks is
-        # bounded as one file is); read in the parent, where --max-intervals is set
-        self.limit = share_of_limit(len(self.paths)) if self.reduce else None
+        # bounded as one file is)
+        limits = limits or ReadLimits.from_env()
+        self.limits = limits.shared(len(self.paths)) if self.reduce else limits
         self._pool: ProcessPoolExecutor | None = None
         self._futures: dict[Future[Result], str] = {}
         self._dask: Any = None
         if scheduler:
-            self._dask = _DaskRun(self.paths, scheduler, self.reduce, self.limit)
+            self._dask = _DaskRun(self.paths, scheduler, self.reduce, self.limits)
         elif self.jobs > 1 and len(self.paths) > 1:
             self._pool = ProcessPoolExecutor(
                 max_workers=min(self.jobs, len(self.paths)), mp_context=_pool_context()
             )
             self._futures = {
-                self._pool.submit(read_summaries, p, self.reduce, self.limit): p for p in self.paths
+                self._pool.submit(read_summaries, p, self.reduce, self.limits): p
+                for p in self.paths
             }
 
     def collect(self, on_file: Callable[[str, int], None] | None = None) -> list[Timeline]:
@@ -245,9 +234,9 @@ class RankReader:
                 self._dask.close()
         out: list[Timeline] = []
         for p in self.paths:
-            tls, problem = results[p]
-            if problem is not None:
-                raise TraceError(p, problem)
+            tls, error = results[p]
+            if error is not None:
+                raise error
             out.extend(tls)
         return out
 
@@ -259,7 +248,7 @@ class RankReader:
                 yield self._futures[fut], fut.result()
         else:
             for p in self.paths:
-                yield p, read_summaries(p, self.reduce, self.limit)
+                yield p, read_summaries(p, self.reduce, self.limits)
 
 
 def load_ranks(
@@ -267,16 +256,17 @@ def load_ranks(
     jobs: int | None = None,
     scheduler: str | None = None,
     on_file: Callable[[str, int], None] | None = None,
+    limits: ReadLimits | None = None,
 ) -> list[Timeline]:
     """Rank summaries of every file, in the order given. ``jobs=1``: in this process;
     ``scheduler``: on a Dask distributed cluster (the ``dask`` extra)."""
-    return RankReader(paths, jobs, scheduler).collect(on_file)
+    return RankReader(paths, jobs, scheduler, limits).collect(on_file)
 
 
 class _DaskRun:
     """The same per-rank task on a Dask distributed cluster."""
 
-    def __init__(self, paths: list[str], scheduler: str, reduce: bool, limit: int | None) -> None:
+    def __init__(self, paths: list[str], scheduler: str, reduce: bool, limits: ReadLimits) -> None:
         try:
             from distributed import Client
         except ImportError:
@@ -288,7 +278,7 @@ class _DaskRun:
         except (OSError, TimeoutError) as e:
             raise TraceError(scheduler, f"cannot reach the Dask scheduler ({e})") from None
         self.futures = self.client.map(
-            read_summaries, paths, reduce=reduce, limit=limit, pure=False
+            read_summaries, paths, reduce=reduce, limits=limits, pure=False
         )
         self.where = {f.key: p for f, p in zip(self.futures, paths, strict=True)}
 

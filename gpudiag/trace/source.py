@@ -1,19 +1,17 @@
-"""Open a trace file and tell what it is from its content, not its name.
+"""Open a trace file, decompressed (``.gz`` recognised by its magic bytes, not its name).
 
-``.gz`` is recognised by its magic bytes; JSON flavours (gpudiag's own stream, Kineto, TF
-trace-viewer) by their first bytes; anything else is offered to xprof as an XSpace protobuf.
-Files are never read whole: ``peek_source`` gives the decompressed head and ``open_stream`` a
-decompressing, guarded file object for streaming parsers.
+What the content is, ``formats.py`` decides from the head. Files are never read whole:
+``peek_source`` gives the decompressed head and ``open_stream`` a decompressing, guarded file
+object for streaming parsers.
 
     head = peek_source("run.pt.trace.json.gz")   # first MiB, gunzipped
-    kind = sniff(head)                            # "gpudiag" | "json-object" | "binary" | ...
     with open_stream(path) as f:                  # reads raise TraceError past the bounds
         for chunk in iter(lambda: f.read(1 << 16), b""): ...
 
 Bounds (whatever the input, so a hostile file costs bounded memory and work):
 - a gzip file may expand at most ``gzip_ratio()`` times its size (default 100, at least
   64 MiB): a decompression bomb stops early. Override: ``gpudiag analyze --max-gzip-ratio``
-  or ``GPUDIAG_MAX_GZIP_RATIO``.
+  or ``GPUDIAG_MAX_GZIP_RATIO`` (``ReadLimits`` in ``limits.py`` carries it to workers).
 - JSON may nest at most ``MAX_DEPTH`` levels and a string may be at most ``MAX_STRING``
   bytes long (``JsonGuard``, applied by ``open_stream(json_guard=True)``): the streaming
   parser then never builds an object larger than that.
@@ -21,13 +19,13 @@ Bounds (whatever the input, so a hostile file costs bounded memory and work):
 
 from __future__ import annotations
 
-import codecs
 import contextlib
 import gzip
 import os
 import re
 import zlib
 from collections.abc import Iterator
+from contextvars import ContextVar
 from typing import Protocol
 
 import numpy as np
@@ -50,13 +48,29 @@ _OPEN[[ord("["), ord("{")]] = 1
 _OPEN[[ord("]"), ord("}")]] = -1
 
 
+_ratio: ContextVar[float | None] = ContextVar("gpudiag_gzip_ratio", default=None)
+
+
 def gzip_ratio() -> float:
-    """The limit from ``GPUDIAG_MAX_GZIP_RATIO`` (``--max-gzip-ratio`` sets it, so that rank
-    files read in worker processes see it too), else the default."""
+    """The limit of the read in progress (``limit_gzip_ratio``, which ``ReadLimits.applied``
+    uses), else ``GPUDIAG_MAX_GZIP_RATIO``, else the default."""
+    ratio = _ratio.get()
+    if ratio is not None:
+        return ratio
     try:
         return float(os.environ.get(RATIO_ENV, DEFAULT_GZIP_RATIO))
     except ValueError:
         return DEFAULT_GZIP_RATIO
+
+
+@contextlib.contextmanager
+def limit_gzip_ratio(ratio: float | None) -> Iterator[None]:
+    """Gzip files opened inside may expand at most ``ratio`` times (None: the usual limit)."""
+    token = _ratio.set(ratio)
+    try:
+        yield
+    finally:
+        _ratio.reset(token)
 
 
 def _check_path(path: str) -> None:
@@ -213,17 +227,3 @@ def peek_source(path: str, n: int = HEAD_BYTES) -> bytes:
             "file is empty (blank space only)" if not is_gzip(path) else "gzip holds an empty file",
         )
     return head
-
-
-def sniff(raw: bytes) -> str:
-    """Classify content: ``gpudiag``, ``json-array``, ``json-object``, ``text`` or ``binary``."""
-    head = raw[:4096].lstrip()
-    if head[:1] == b"[":
-        return "gpudiag" if b'"gpudiag.metadata"' in head else "json-array"
-    if head[:1] == b"{":
-        return "json-object"
-    try:  # incremental: a character cut at the end of the head is not an error
-        codecs.getincrementaldecoder("utf-8")().decode(head, final=False)
-    except UnicodeDecodeError:
-        return "binary"
-    return "text"

@@ -1,0 +1,158 @@
+"""``gpudiag analyze`` and ``gpudiag compare``: read the files of a run, diagnose, print.
+
+Every problem with the input arrives here as one ``TraceError`` (from this process, a pool
+worker or a Dask worker alike) and leaves as one line on stderr with exit code 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from gpudiag.trace.errors import TraceError, unforeseen
+
+if TYPE_CHECKING:
+    from gpudiag.trace.limits import ReadLimits
+
+EXIT_OK, EXIT_BAD_INPUT, EXIT_FAIL_ON = 0, 2, 3
+
+
+def fail(message: str) -> int:
+    """One line on stderr: input-derived text escaped (no ANSI, no newline, no surrogate)."""
+    from gpudiag.show.safe import escaped
+
+    print(f"gpudiag: {escaped(message)}", file=sys.stderr)
+    return EXIT_BAD_INPUT
+
+
+def print_json(value: dict[str, Any]) -> None:
+    """A ``to_dict()`` as printed by ``--json`` (already strict JSON: no NaN, no Infinity)."""
+    print(json.dumps(value, indent=2, allow_nan=False))
+
+
+def diagnose_files(
+    files: Sequence[str],
+    err: Any,
+    label: str,
+    what: str = "",
+    jobs: int | None = None,
+    scheduler: str | None = None,
+    as_ranks: bool = False,
+    limits: ReadLimits | None = None,
+) -> Any:
+    """Read the trace files of one run (in a process pool, or on Dask with ``scheduler``) and
+    diagnose them, with progress on stderr (a spinner naming the file, its number and the
+    seconds spent; nothing when stderr is not a terminal). Files of several runs are refused
+    unless ``as_ranks``. ``label``: what the command line called the run. TraceError for
+    any problem with the input."""
+    from rich.markup import escape
+
+    from gpudiag.analyze import diagnose
+    from gpudiag.show.safe import clean
+    from gpudiag.trace.runs import RankReader, describe_runs, group_runs
+
+    current = files[0] if len(files) == 1 else label
+    t0 = time.monotonic()
+    try:
+        if len(files) > 1 and not as_ranks:
+            runs = group_runs(files)
+            if len(runs) > 1:
+                raise TraceError(
+                    label,
+                    f"these {len(files)} files hold {len(runs)} runs "
+                    f"({describe_runs(runs)}); analyze one run at a time, or pass --ranks to "
+                    "treat them all as ranks of one run",
+                )
+        reader = RankReader(files, jobs, scheduler, limits)  # before the spinner
+        with err.status("reading traces…", spinner="dots") as status:
+
+            def progress(path: str, done: int) -> None:
+                count = f" {done}/{len(files)}" if len(files) > 1 else ""
+                status.update(
+                    f"{what}read{count} {escape(clean(os.path.basename(path)))}… "
+                    f"({time.monotonic() - t0:.0f} s)"
+                )
+
+            timelines = reader.collect(progress)
+            status.update(
+                f"{what}analyzing {len(timelines)} timeline(s)… ({time.monotonic() - t0:.0f} s)"
+            )
+            return diagnose(timelines)
+    except Exception as e:  # an input we did not foresee must still not show a traceback
+        raise unforeseen(current, e) from None
+
+
+def cmd_analyze(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.markup import escape
+
+    from gpudiag.show.html import write_html
+    from gpudiag.show.report import plain_report, render_report
+    from gpudiag.show.safe import clean
+    from gpudiag.trace.limits import ReadLimits
+    from gpudiag.trace.runs import run_files
+
+    limits = ReadLimits.from_env(args.gzip_ratio, args.max_intervals, args.xplane_mb)
+    try:
+        diagnosis = diagnose_files(
+            run_files(args.paths),
+            Console(stderr=True),
+            args.paths[0],
+            jobs=args.jobs,
+            scheduler=args.scheduler,
+            as_ranks=args.ranks,
+            limits=limits,
+        )
+    except TraceError as e:
+        return fail(str(e))
+    if args.html:
+        problem = write_html(diagnosis, args.html)
+        if problem:
+            return fail(f"{args.html}: {problem}")
+    if args.json:
+        print_json(diagnosis.to_dict())
+    else:
+        out = Console()
+        if out.width < 40:  # too narrow for panels (or unknown): plain lines, verdict first
+            print("\n".join(line.plain for line in plain_report(diagnosis)))
+        else:
+            out.print(render_report(diagnosis, width=out.width))
+        if args.html:
+            out.print(
+                f"HTML report: {escape(clean(args.html))}", style="bright_black", highlight=False
+            )
+    if diagnosis.verdict in args.fail_on:
+        return EXIT_FAIL_ON
+    return EXIT_OK
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from gpudiag.analyze.compare import compare
+    from gpudiag.show.compare import render_comparison
+    from gpudiag.trace.runs import run_files
+
+    err = Console(stderr=True)
+    try:
+        base = diagnose_files(run_files([args.base]), err, args.base, "BASE: ")
+        new = diagnose_files(run_files([args.new]), err, args.new, "NEW: ")
+    except TraceError as e:
+        return fail(str(e))
+    result = compare(base, new)
+    if args.fail_on_regression is not None and result.step_time_ratio is None:
+        side = args.base if not result.base.median_step_ms else args.new
+        return fail(f"{side}: no training steps found, so step times cannot be compared")
+    if args.json:
+        print_json(result.to_dict())
+    else:
+        out = Console()
+        out.print(render_comparison(result, args.base, args.new))
+    if args.fail_on_regression is not None and result.regressed(args.fail_on_regression):
+        return EXIT_FAIL_ON
+    return EXIT_OK

@@ -1,0 +1,190 @@
+"""The table of trace formats: how each is recognised, identified and read.
+
+Loading (``load.py``) and run grouping (``runs.py``) both go through ``FORMATS``, so what a
+file is, which run and rank it belongs to, and how it is read are decided in one place, from
+its content (never its name):
+
+    fmt = detect(head, path)                # head: the decompressed start (peek_source)
+    who = fmt.identify(head)                # run id, rank, start: from the head alone
+    timelines = fmt.read(path, head, limits)
+
+A format's ``sniff`` looks at the first bytes only; entries are tried in order, the first
+that claims the head reads the file.
+"""
+
+from __future__ import annotations
+
+import codecs
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from gpudiag.trace.errors import TraceError
+from gpudiag.trace.limits import ReadLimits
+from gpudiag.trace.timeline import Timeline
+
+SNIFF_BYTES = 4096
+
+
+@dataclass(frozen=True)
+class Identity:
+    """Which run and rank a file belongs to, as its head says (None: not said)."""
+
+    run_id: str | None = None
+    rank: int | None = None
+    started_us: float | None = None
+
+
+@dataclass(frozen=True)
+class Format:
+    name: str
+    sniff: Callable[[bytes], bool]  # does this head belong to the format?
+    identify: Callable[[bytes], Identity]  # run and rank from the head
+    read: Callable[[str, bytes, ReadLimits], list[Timeline]]  # path, head, bounds
+
+
+def _start(head: bytes) -> bytes:
+    return head[:SNIFF_BYTES].lstrip()
+
+
+# ---- gpudiag's own stream ----------------------------------------------------------------
+def _is_gpudiag(head: bytes) -> bool:
+    start = _start(head)
+    return start[:1] == b"[" and b'"gpudiag.metadata"' in start
+
+
+def _gpudiag_identity(head: bytes) -> Identity:
+    """The header event, the stream's first line, carries run id, rank and start."""
+    from gpudiag.trace.chrome import loads
+    from gpudiag.trace.gpudiag_format import FORMAT_NAME
+
+    line = head.lstrip()[1:].lstrip().split(b"\n", 1)[0].rstrip().rstrip(b",")
+    try:
+        ev = loads(line)
+    except (ValueError, RecursionError):
+        return Identity()
+    args = ev.get("args") if isinstance(ev, dict) else None
+    if not isinstance(args, dict) or args.get("format") != FORMAT_NAME:
+        return Identity()
+    extra = args.get("extra")
+    extra = extra if isinstance(extra, dict) else {}
+    return Identity(
+        _str(args.get("run_id")), _int(args.get("rank")), _float(extra.get("started_us"))
+    )
+
+
+def _read_gpudiag(path: str, head: bytes, limits: ReadLimits) -> list[Timeline]:
+    from gpudiag.trace.gpudiag_format import read_gpudiag
+
+    return read_gpudiag(path)
+
+
+# ---- Chrome trace JSON: PyTorch Kineto, TensorFlow / JAX trace viewer ---------------------
+def _is_json(head: bytes) -> bool:
+    return _start(head)[:1] in (b"[", b"{")
+
+
+def _chrome_identity(head: bytes) -> Identity:
+    """Kineto writes ``distributedInfo`` (with the rank) before its events."""
+    from gpudiag.trace.kineto import kineto_head
+
+    top = kineto_head(head) if head.lstrip()[:1] == b"{" else None
+    info = top.get("distributedInfo") if top is not None else None
+    return Identity(rank=_int(info.get("rank"))) if isinstance(info, dict) else Identity()
+
+
+def _read_chrome(path: str, head: bytes, limits: ReadLimits) -> list[Timeline]:
+    """Kineto or TF trace viewer, told apart by top-level keys, then by event names."""
+    from gpudiag.trace.chrome import index_head, index_names, open_chrome
+    from gpudiag.trace.kineto import TOP_KEYS, looks_like_kineto, read_kineto
+    from gpudiag.trace.tfprof import looks_like_tf, read_tf_stream, read_tf_trace
+
+    doc = open_chrome(path, index=False)
+    if any(k in doc.top for k in TOP_KEYS):  # Kineto: no names needed, one pass
+        return read_kineto(doc, path)
+    index_head(doc)
+    if looks_like_tf(doc):  # TF writes its names first: one pass, unless one came late
+        timelines = read_tf_stream(doc, path)
+        if timelines is not None:
+            return timelines
+    index_names(doc)
+    if looks_like_tf(doc):
+        return read_tf_trace(doc, path)
+    if looks_like_kineto(doc):
+        return read_kineto(doc, path)
+    raise TraceError(
+        path,
+        "JSON trace from an unknown producer (expected gpudiag, PyTorch/Kineto or "
+        "TensorFlow trace-viewer events)",
+    )
+
+
+# ---- TensorFlow / JAX XSpace protobuf ------------------------------------------------------
+def _is_binary(head: bytes) -> bool:
+    try:  # incremental: a character cut at the end of the head is not an error
+        codecs.getincrementaldecoder("utf-8")().decode(_start(head), final=False)
+    except UnicodeDecodeError:
+        return True
+    return False
+
+
+def _read_xplane(path: str, head: bytes, limits: ReadLimits) -> list[Timeline]:
+    from gpudiag.trace.source import is_gzip
+    from gpudiag.trace.xplane import (
+        XPLANE_BASE_MB,
+        XPLANE_LIMIT_ENV,
+        XPLANE_MB_PER_MB,
+        read_xplane,
+    )
+
+    if is_gzip(path):
+        raise TraceError(path, "gzip holds binary data that is not a trace")
+    mb = os.path.getsize(path) / 1e6
+    if mb > limits.xplane_mb:  # refused before it is decoded (xplane.check_xplane_size's
+        need = XPLANE_BASE_MB + XPLANE_MB_PER_MB * mb  # words, with this read's bound)
+        raise TraceError(
+            path,
+            f"a {mb:,.0f} MB xplane: reading it takes about {need:,.0f} MB of memory "
+            f"({XPLANE_MB_PER_MB:g} MB per MB), beyond the {limits.xplane_mb:g} MB bound on "
+            f"xplane files; raise it with --max-xplane-mb or {XPLANE_LIMIT_ENV}",
+        )
+    return read_xplane(path)
+
+
+def _no_identity(head: bytes) -> Identity:
+    return Identity()
+
+
+FORMATS: tuple[Format, ...] = (
+    Format("gpudiag", _is_gpudiag, _gpudiag_identity, _read_gpudiag),
+    Format("chrome-json", _is_json, _chrome_identity, _read_chrome),
+    Format("xplane", _is_binary, _no_identity, _read_xplane),
+)
+
+
+def find_format(head: bytes) -> Format | None:
+    """The first format that claims the head, or None."""
+    return next((fmt for fmt in FORMATS if fmt.sniff(head)), None)
+
+
+def detect(head: bytes, path: str) -> Format:
+    """The format of a file from its head; TraceError naming what it looks like instead."""
+    fmt = find_format(head)
+    if fmt is None:
+        from gpudiag.trace.xplane import text_problem
+
+        raise TraceError(path, text_problem(head, path))
+    return fmt
+
+
+def _str(x: Any) -> str | None:
+    return str(x)[:64] if isinstance(x, str) and x else None
+
+
+def _int(x: Any) -> int | None:
+    return int(x) if isinstance(x, int) and not isinstance(x, bool) else None
+
+
+def _float(x: Any) -> float | None:
+    return float(x) if isinstance(x, int | float) and not isinstance(x, bool) else None

@@ -1,0 +1,77 @@
+"""The bounds a read works under, as one value handed to whoever reads.
+
+``gpudiag analyze --max-gzip-ratio/--max-intervals/--max-xplane-mb`` (or their environment
+variables, read once here) make a ``ReadLimits``; the CLI passes it to the process that reads
+each file (itself, a pool worker, a Dask worker), which applies it around the read. The
+environment is never used to carry it to workers.
+
+    limits = ReadLimits.from_env(max_intervals=500_000)
+    per_rank = limits.shared(len(files))       # N rank files hold the bound together
+    with per_rank.applied():
+        timelines = load_file(path, per_rank)
+
+The bounds and the reason for each number: docs/formats.md ("Bounds on any input").
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+
+from gpudiag.trace.sink import (
+    DEFAULT_MAX_INTERVALS,
+    LIMIT_ENV,
+    MIN_INTERVALS,
+    limit_intervals,
+)
+from gpudiag.trace.source import DEFAULT_GZIP_RATIO, RATIO_ENV, limit_gzip_ratio
+from gpudiag.trace.xplane import DEFAULT_MAX_XPLANE_MB, XPLANE_LIMIT_ENV
+
+
+def _env(name: str, default: float) -> float:
+    try:
+        value = float(os.environ.get(name, default))
+    except (ValueError, OverflowError):
+        return default
+    return value if value > 0 and value != float("inf") else default
+
+
+@dataclass(frozen=True)
+class ReadLimits:
+    """Bounds on reading one file (it pickles: pool and Dask workers receive it)."""
+
+    gzip_ratio: float = DEFAULT_GZIP_RATIO  # a .gz may expand this many times its size
+    max_intervals: int = DEFAULT_MAX_INTERVALS  # intervals one file may hold
+    xplane_mb: float = DEFAULT_MAX_XPLANE_MB  # largest .xplane.pb handed to xprof
+
+    @classmethod
+    def from_env(
+        cls,
+        gzip_ratio: float | None = None,
+        max_intervals: int | None = None,
+        xplane_mb: float | None = None,
+    ) -> ReadLimits:
+        """The given bounds; each one not given from its environment variable, else the
+        default."""
+        return cls(
+            gzip_ratio=gzip_ratio or _env(RATIO_ENV, DEFAULT_GZIP_RATIO),
+            max_intervals=max(
+                MIN_INTERVALS,
+                max_intervals or int(_env(LIMIT_ENV, DEFAULT_MAX_INTERVALS)),
+            ),
+            xplane_mb=xplane_mb or _env(XPLANE_LIMIT_ENV, DEFAULT_MAX_XPLANE_MB),
+        )
+
+    def shared(self, files: int) -> ReadLimits:
+        """The bounds of each of ``files`` rank files read for one analysis: an equal share
+        of the interval bound, so a run of hundreds of ranks is bounded as one file is."""
+        share = max(MIN_INTERVALS, self.max_intervals // max(1, files))
+        return replace(self, max_intervals=share)
+
+    @contextlib.contextmanager
+    def applied(self) -> Iterator[None]:
+        """Readers inside (in this thread or task) work under these bounds."""
+        with limit_gzip_ratio(self.gzip_ratio), limit_intervals(self.max_intervals):
+            yield
