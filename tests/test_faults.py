@@ -478,7 +478,7 @@ def test_each_bad_input_has_its_own_message(tmp_path, capsys):
         "ver.json": ("[\n" + header + ',"version":"two"}}\n]\n', "malformed version"),
         "hdr.json": (
             '[\n{"name":"gpudiag.metadata","ph":"M","args":[1]}\n]\n',
-            "names another format",
+            "args is a list, expected an object",
         ),
         "arr.json": ("[1, 2, 3]", "not a trace"),
         "kev.json": (KINETO_TOP + '["x"]}', "expected an object"),

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from itertools import islice
 from typing import Any
 
-from gpudiag.trace.errors import TraceError
+from gpudiag.trace.errors import TraceError, TruncatedTrace
 from gpudiag.trace.event_lines import NotLines, line_events
 from gpudiag.trace.sink import MAX_KEYS
 from gpudiag.trace.source import open_stream
@@ -77,14 +77,18 @@ class ChromeDoc:
 
 
 def check_event(ev: Any, path: str) -> dict[str, Any]:
-    """An event must be an object whose ``ts`` and ``dur`` (when present) are finite numbers:
-    an infinite kernel would make any run "compute-bound", NaN poisons every sum."""
+    """An event must be an object whose ``ts`` and ``dur`` (when present) are finite numbers
+    (an infinite kernel would make any run "compute-bound", NaN poisons every sum) and whose
+    ``args`` (when present) is an object, as every reader takes it to be."""
     if type(ev) is dict:
         # the common case, once per event: finite floats (x - x is NaN for inf and NaN)
         ts = ev.get("ts")
         dur = ev.get("dur")
-        if (ts is None or (type(ts) is float and ts - ts == 0.0)) and (
-            dur is None or (type(dur) is float and dur - dur == 0.0)
+        args = ev.get("args")
+        if (
+            (ts is None or (type(ts) is float and ts - ts == 0.0))
+            and (dur is None or (type(dur) is float and dur - dur == 0.0))
+            and (args is None or type(args) is dict)
         ):
             return ev
     return _check_event_slowly(ev, path)
@@ -95,6 +99,11 @@ def _check_event_slowly(ev: Any, path: str) -> dict[str, Any]:
     every kind of error."""
     if not isinstance(ev, dict):
         raise TraceError(path, f"trace event is a {type(ev).__name__}, expected an object")
+    args = ev.get("args")
+    if args is not None and not isinstance(args, dict):
+        name = str(ev.get("name"))[:40]
+        kind = type(args).__name__
+        raise TraceError(path, f"malformed event {name!r}: args is a {kind}, expected an object")
     for key in ("ts", "dur"):
         v = ev.get(key)
         if v is None or (type(v) is float and math.isfinite(v)) or type(v) is int:
@@ -148,7 +157,7 @@ def json_errors(path: str) -> Iterator[None]:
     except ijson.IncompleteJSONError as e:
         what = _first_line(e)
         if "premature EOF" in what or not what:
-            raise TraceError(path, "truncated JSON (ends mid-document)") from None
+            raise TruncatedTrace(path, "truncated JSON (ends mid-document)") from None
         raise TraceError(path, f"invalid JSON ({what})") from None
     except ijson.JSONError as e:
         raise TraceError(path, f"invalid JSON ({_first_line(e) or 'parse error'})") from None

@@ -24,6 +24,11 @@ class TraceError(Exception):
         return f"{self.path}: {self.problem}"
 
 
+class TruncatedTrace(TraceError):
+    """The file ends mid-document: cut short, or still being written (``load_file`` tells
+    which from the file's modification time)."""
+
+
 def unforeseen(path: str, error: BaseException) -> TraceError:
     """The TraceError for an exception no reader foresaw. Its text is gpudiag's, not the
     input's, so only its type is named; ``GPUDIAG_DEBUG=1`` re-raises it instead."""

@@ -120,6 +120,39 @@ def _read_chrome(path: str, head: bytes, limits: ReadLimits) -> list[Timeline]:
     )
 
 
+# ---- compressed by something other than gzip: named, not handed to xprof -----------------
+# (magic bytes, what it is, how to undo it); zlib's first byte is 0x78, its second makes
+# the pair a multiple of 31 (RFC 1950)
+COMPRESSIONS = (
+    (b"BZh", "bzip2", "bunzip2 -k FILE"),
+    (b"\xfd7zXZ\x00", "xz", "unxz -k FILE"),
+    (b"\x28\xb5\x2f\xfd", "zstd", "unzstd FILE"),
+    (b"PK\x03\x04", "zip", "unzip FILE"),
+    (b"7z\xbc\xaf\x27\x1c", "7-Zip", "7z x FILE"),
+    (b"\x04\x22\x4d\x18", "lz4", "unlz4 FILE"),
+)
+
+
+def _compression(head: bytes) -> tuple[str, str] | None:
+    for magic, name, undo in COMPRESSIONS:
+        if head.startswith(magic):
+            return name, undo
+    if len(head) >= 2 and head[0] == 0x78 and (head[0] * 256 + head[1]) % 31 == 0:
+        return "zlib", "pigz -dz < FILE"
+    return None
+
+
+def _is_compressed(head: bytes) -> bool:
+    return _is_binary(head) and _compression(_start(head)) is not None
+
+
+def _refuse_compressed(path: str, head: bytes, limits: ReadLimits) -> list[Timeline]:
+    name, undo = _compression(_start(head)) or ("compressed", "")
+    raise TraceError(
+        path, f"{name}-compressed data: gpudiag reads plain or gzip files; decompress it ({undo})"
+    )
+
+
 # ---- TensorFlow / JAX XSpace protobuf ------------------------------------------------------
 def _is_binary(head: bytes) -> bool:
     try:  # incremental: a character cut at the end of the head is not an error
@@ -159,6 +192,7 @@ def _no_identity(head: bytes) -> Identity:
 FORMATS: tuple[Format, ...] = (
     Format("gpudiag", _is_gpudiag, _gpudiag_identity, _read_gpudiag),
     Format("chrome-json", _is_json, _chrome_identity, _read_chrome),
+    Format("compressed", _is_compressed, _no_identity, _refuse_compressed),
     Format("xplane", _is_binary, _no_identity, _read_xplane),
 )
 

@@ -172,7 +172,7 @@ def read_gpudiag(src: str | bytes, path: str | None = None) -> list[Timeline]:
     (``src`` bytes, ``path`` naming where they were meant to go)."""
     if isinstance(src, bytes):
         return _read_stream(io.BytesIO(src), path or "<memory>")
-    with open_stream(src) as f:
+    with open_stream(src, cut_ok=True) as f:  # a .gz still being written: up to the cut
         return _read_stream(f, src)
 
 

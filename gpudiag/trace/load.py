@@ -12,12 +12,18 @@ from __future__ import annotations
 
 import glob
 import os
+import time
 from collections.abc import Callable, Sequence
 
+from gpudiag.trace.errors import TraceError, TruncatedTrace
 from gpudiag.trace.formats import detect
 from gpudiag.trace.limits import ReadLimits
 from gpudiag.trace.source import peek_source
 from gpudiag.trace.timeline import Timeline
+
+# a profiler writes its whole trace in one go (PyTorch's export: seconds, a minute for
+# gigabytes): a truncated file modified within this long is taken as still being written
+WRITING_S = 60.0
 
 
 def matching_paths(arg: str) -> list[str]:
@@ -32,12 +38,34 @@ def matching_paths(arg: str) -> list[str]:
 def load_file(path: str, limits: ReadLimits | None = None) -> list[Timeline]:
     """All Timelines in one file (usually one; a multi-worker xplane may hold several),
     read under ``limits`` (None: the bounds already in force, else the environment's)."""
-    if limits is None:
-        head = peek_source(path)
-        return detect(head, path).read(path, head, ReadLimits.from_env())
-    with limits.applied():
-        head = peek_source(path)
-        return detect(head, path).read(path, head, limits)
+    started = time.time()
+    try:
+        if limits is None:
+            head = peek_source(path)
+            return detect(head, path).read(path, head, ReadLimits.from_env())
+        with limits.applied():
+            head = peek_source(path)
+            return detect(head, path).read(path, head, limits)
+    except TruncatedTrace as e:
+        raise _still_being_written(e, started) from None
+
+
+def _still_being_written(e: TruncatedTrace, started: float) -> TraceError:
+    """A truncated file modified while it was read or within ``WRITING_S`` before is still
+    being written (a profiler exporting it): say so, rather than call it broken."""
+    try:
+        modified = os.stat(e.path).st_mtime
+    except OSError:
+        return e
+    ago = started - modified
+    if ago > WRITING_S:
+        return e
+    when = "while it was read" if ago < 0 else f"{ago:.0f} s ago"
+    return TraceError(
+        e.path,
+        f"still being written ({e.problem.split(' (')[0]}, modified {when}): analyze it "
+        "again once the profiler has finished writing it",
+    )
 
 
 def load_timelines(

@@ -20,19 +20,17 @@ Bounds (whatever the input, so a hostile file costs bounded memory and work):
 from __future__ import annotations
 
 import contextlib
-import gzip
 import os
 import re
 import zlib
 from collections.abc import Iterator
 from contextvars import ContextVar
-from typing import Protocol
 
 import numpy as np
 
-from gpudiag.trace.errors import TraceError
+from gpudiag.trace.decoded import GZIP_MAGIC, ByteReader, GzipDocument, Utf8
+from gpudiag.trace.errors import TraceError, TruncatedTrace
 
-GZIP_MAGIC = b"\x1f\x8b"
 HEAD_BYTES = 1 << 20
 DEFAULT_GZIP_RATIO = 100.0  # real traces expand 10-40x (sample_traces: 20-30x)
 MIN_GZIP_LIMIT = 64 << 20  # small gzip files may always expand this far
@@ -92,12 +90,6 @@ def _blank(data: bytes) -> bool:
 def is_gzip(path: str) -> bool:
     with open(path, "rb") as f:
         return f.read(2) == GZIP_MAGIC
-
-
-class ByteReader(Protocol):
-    def read(self, n: int = -1, /) -> bytes: ...
-
-    def close(self) -> None: ...
 
 
 class BoundedReader:
@@ -176,16 +168,20 @@ class JsonGuard:
 
 
 @contextlib.contextmanager
-def open_stream(path: str, json_guard: bool = False) -> Iterator[BoundedReader]:
+def open_stream(
+    path: str, json_guard: bool = False, cut_ok: bool = False
+) -> Iterator[BoundedReader]:
     """The file's decompressed bytes as a bounded stream (see the module docstring).
-    Decompression errors surface as TraceErrors while it is read."""
+    Decompression errors surface as TraceErrors while it is read; ``cut_ok``: a gzip file
+    cut mid-stream (still being written) ends where it was cut instead."""
     _check_path(path)
     try:
         gz = is_gzip(path)
-        stream: ByteReader = gzip.GzipFile(path, "rb") if gz else open(path, "rb")  # noqa: SIM115
+        raw = open(path, "rb")  # noqa: SIM115  (closed with the stream)
         size = os.path.getsize(path)
     except OSError as e:
         raise TraceError(path, f"cannot read: {e.strerror or e}") from None
+    stream = Utf8(GzipDocument(raw, path, cut_ok) if gz else raw)
     limit = max(int(gzip_ratio() * size), MIN_GZIP_LIMIT) if gz else None
     guard = JsonGuard(path) if json_guard else None
     bounded = BoundedReader(stream, path, limit, guard)
@@ -201,8 +197,8 @@ def gzip_errors(path: str) -> Iterator[None]:
     try:
         yield
     except EOFError:
-        raise TraceError(path, "truncated gzip (the file ends mid-stream)") from None
-    except (gzip.BadGzipFile, zlib.error) as e:
+        raise TruncatedTrace(path, "truncated gzip (the file ends mid-stream)") from None
+    except zlib.error as e:
         raise TraceError(path, f"corrupt gzip data ({e})") from None
     except OSError as e:
         raise TraceError(path, f"cannot read: {e.strerror or e}") from None
@@ -213,17 +209,16 @@ def peek_source(path: str, n: int = HEAD_BYTES) -> bytes:
     missing, empty, blank or unreadable files. Leading blank space is skipped chunk by chunk
     (a file of a billion empty lines is read at disk speed, within the gzip bound)."""
     _check_path(path)
-    if os.path.getsize(path) == 0:
-        raise TraceError(path, "file is empty")
-    with open_stream(path) as f:
+    # the head of a gzip file cut short is still its head (the reader decides about the cut);
+    # emptiness from what is read, not the size: /proc and other virtual files say 0
+    with open_stream(path, cut_ok=True) as f:
         head = f.read(n)
         while head and _blank(head):
             head = f.read(n)
         if head:
             head = head.lstrip() + f.read(n - len(head.lstrip()))
     if not head:
-        raise TraceError(
-            path,
-            "file is empty (blank space only)" if not is_gzip(path) else "gzip holds an empty file",
-        )
+        if is_gzip(path):
+            raise TraceError(path, "gzip holds an empty file")
+        raise TraceError(path, "file is empty" + (" (blank space only)" if f.consumed else ""))
     return head
