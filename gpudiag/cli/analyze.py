@@ -54,7 +54,7 @@ def diagnose_files(
 
     from gpudiag.analyze import diagnose
     from gpudiag.show.safe import clean
-    from gpudiag.trace.runs import RankReader, describe_runs, group_runs
+    from gpudiag.trace.runs import RankReader, group_runs, several_runs_problem
 
     current = files[0] if len(files) == 1 else label
     t0 = time.monotonic()
@@ -62,12 +62,7 @@ def diagnose_files(
         if len(files) > 1 and not as_ranks:
             runs = group_runs(files)
             if len(runs) > 1:
-                raise TraceError(
-                    label,
-                    f"these {len(files)} files hold {len(runs)} runs "
-                    f"({describe_runs(runs)}); analyze one run at a time, or pass --ranks to "
-                    "treat them all as ranks of one run",
-                )
+                raise TraceError(label, several_runs_problem(runs))
         reader = RankReader(files, jobs, scheduler, limits)  # before the spinner
         with err.status("reading traces…", spinner="dots") as status:
 

@@ -17,6 +17,7 @@ in the parent grows with ranks x profiled window, not with trace size.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -42,6 +43,7 @@ class RankFile:
     run_id: str | None
     rank: int | None
     started_us: float | None
+    fingerprint: tuple[int, str] | None = None  # size and digest of the head: copies match
 
 
 def trace_files(folder: str) -> list[str]:
@@ -89,7 +91,8 @@ def identify(path: str) -> RankFile:
     head = peek_source(path, 1 << 16)  # TraceError for missing, empty, unreadable files
     fmt = find_format(head)
     who = fmt.identify(head) if fmt is not None else Identity()
-    return RankFile(path, who.run_id, who.rank, who.started_us)
+    digest = hashlib.blake2b(head, digest_size=16).hexdigest()
+    return RankFile(path, who.run_id, who.rank, who.started_us, (os.path.getsize(path), digest))
 
 
 def group_runs(paths: Sequence[str]) -> list[list[RankFile]]:
@@ -118,15 +121,71 @@ def group_runs(paths: Sequence[str]) -> list[list[RankFile]]:
     return runs
 
 
-def describe_runs(runs: list[list[RankFile]]) -> str:
-    """'run mw-3f9c (2 files: run-0.json, run-1.json); run 91ab (1 file: x.json)'."""
+SHOWN_RUNS = 3  # runs, and names per run, in the one line that refuses several runs
+NAME_CHARS = 40  # a file name is cut to this many characters there
+
+
+def several_runs_problem(runs: list[list[RankFile]]) -> str:
+    """Why files that hold several runs are refused, in one short line (a few hundred
+    characters whatever the number of files): a file found twice (copied) is named as the
+    duplicate; otherwise the first runs are listed."""
+    files = [f for run in runs for f in run]
+    hint = "or pass --ranks to read every file as a rank of one run"
+    dup = _duplicated_rank(files)
+    if dup is not None:
+        (run_id, rank), copies, more = dup
+        what = f"rank {rank}" if rank is not None else "one trace"
+        of_run = f" of run {run_id}" if run_id else ""
+        others = f"; {more} more file(s) copied likewise" if more else ""
+        return (
+            f"{what}{of_run} is in {len(copies)} files, copies of each other (same size "
+            f"and head: {_names(copies)}){others}: remove the duplicate, {hint}"
+        )
+    alone = [run[0] for run in runs if len(run) == 1 and run[0].run_id is None]
+    if len(alone) == len(runs):  # a folder of unrelated traces (docs/formats.md: why refused)
+        return (
+            f"{len(alone)} unrelated traces, one run each ({_names(alone)}); analyze one at "
+            f"a time (one report, one verdict, one exit code per run), {hint}"
+        )
     parts = []
-    for files in runs:
-        names = [os.path.basename(f.path) for f in files]
-        shown = ", ".join(names[:3]) + (f", +{len(names) - 3} more" if len(names) > 3 else "")
-        rid = files[0].run_id or "without run id"
-        parts.append(f"run {rid} ({len(files)} file{'s' if len(files) > 1 else ''}: {shown})")
-    return "; ".join(parts)
+    for run in runs[:SHOWN_RUNS]:
+        n = len(run)
+        parts.append(
+            f"run {run[0].run_id or 'without run id'} "
+            f"({n} file{'s' if n > 1 else ''}: {_names(run)})"
+        )
+    if len(runs) > SHOWN_RUNS:
+        parts.append(f"+{len(runs) - SHOWN_RUNS} more runs")
+    return (
+        f"these {len(files)} files hold {len(runs)} runs ({'; '.join(parts)}); analyze one "
+        f"run at a time, {hint}"
+    )
+
+
+def _duplicated_rank(
+    files: list[RankFile],
+) -> tuple[tuple[str | None, int | None], list[RankFile], int] | None:
+    """The first file found twice (same size, same first 64 KiB: a copy), its run id and
+    rank, and how many other files are copies too."""
+    copies: dict[tuple[int, str], list[RankFile]] = {}
+    for f in files:
+        if f.fingerprint is not None:
+            copies.setdefault(f.fingerprint, []).append(f)
+    twice = [fs for fs in copies.values() if len(fs) > 1]
+    if not twice:
+        return None
+    first = twice[0]
+    return (first[0].run_id, first[0].rank), first, len(twice) - 1
+
+
+def _names(files: list[RankFile]) -> str:
+    names = [_short(os.path.basename(f.path)) for f in files[:SHOWN_RUNS]]
+    more = len(files) - len(names)
+    return ", ".join(names) + (f", +{more} more" if more > 0 else "")
+
+
+def _short(name: str) -> str:
+    return name if len(name) <= NAME_CHARS else name[: NAME_CHARS - 1] + "…"
 
 
 # ---- per-rank summaries ------------------------------------------------------------------
