@@ -48,7 +48,7 @@ def test_one_table_detects_and_identifies(tmp_path):
     f = identify(str(tmp_path / "r1.json"))
     assert (f.run_id, f.rank) == ("run-a", 1)
     assert identify(str(SAMPLES / "nccl_world128_rank0.json.gz")).rank == 0
-    assert [fmt.name for fmt in FORMATS] == ["gpudiag", "chrome-json", "xplane"]
+    assert [fmt.name for fmt in FORMATS] == ["gpudiag", "chrome-json", "compressed", "xplane"]
 
 
 def test_limits_reach_pool_workers_as_a_value(tmp_path, capsys, monkeypatch):
@@ -57,7 +57,17 @@ def test_limits_reach_pool_workers_as_a_value(tmp_path, capsys, monkeypatch):
     monkeypatch.delenv(LIMIT_ENV, raising=False)
     for r in range(3):
         _write(tmp_path / f"rank{r}.json", steps=1500, rank=r)
-    args = ["analyze", str(tmp_path), "--json", "--jobs", "2", "--max-intervals", "6000"]
+    args = [
+        "analyze",
+        str(tmp_path),
+        "--json",
+        "--jobs",
+        "2",
+        "--memory-mb",
+        "4000",
+        "--max-intervals",
+        "6000",
+    ]
     assert main(args) == 0
     out = json.loads(capsys.readouterr().out)
     assert any("memory bound (2,000)" in lim for lim in out["limitations"])

@@ -41,7 +41,7 @@ def _analyze(capsys, *args: str) -> tuple[int, str, str]:
 
 def test_pool_and_serial_give_the_same_diagnosis(rank_dir, capsys):
     rc1, serial, _ = _analyze(capsys, str(rank_dir), "--json", "--jobs", "1")
-    rc2, pool, _ = _analyze(capsys, str(rank_dir), "--json", "--jobs", "2")
+    rc2, pool, _ = _analyze(capsys, str(rank_dir), "--json", "--jobs", "2", "--memory-mb", "4000")
     assert rc1 == rc2 == 0
     assert json.loads(serial) == json.loads(pool)
     d = json.loads(pool)
@@ -114,7 +114,13 @@ def test_a_bad_rank_file_is_named(rank_dir, tmp_path, capsys):
     bad = tmp_path / "rank9.pt.trace.json.gz"
     bad.write_bytes(gzip.compress(b'{"traceEvents": [{"ph": "X", "ts": '))
     rc, _, err = _analyze(
-        capsys, *sorted(str(p) for p in rank_dir.iterdir()), str(bad), "--jobs", "2"
+        capsys,
+        *sorted(str(p) for p in rank_dir.iterdir()),
+        str(bad),
+        "--jobs",
+        "2",
+        "--memory-mb",
+        "4000",
     )
     assert rc == 2 and str(bad) in err and "Traceback" not in err
 

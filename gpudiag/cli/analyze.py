@@ -92,7 +92,9 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     from gpudiag.trace.limits import ReadLimits
     from gpudiag.trace.runs import run_files
 
-    limits = ReadLimits.from_env(args.gzip_ratio, args.max_intervals, args.xplane_mb)
+    limits = ReadLimits.from_env(
+        args.gzip_ratio, args.max_intervals, args.xplane_mb, args.memory_mb
+    )
     try:
         diagnosis = diagnose_files(
             run_files(args.paths),

@@ -88,6 +88,15 @@ READ_LIMIT_FLAGS: tuple[tuple[str, str, Callable[[str], float], str, str], ...] 
         "refuse a .xplane.pb larger than MB megabytes: reading one takes about 2.7 times "
         "its size in memory (default 350, or $GPUDIAG_MAX_XPLANE_MB)",
     ),
+    (
+        "--memory-mb",
+        "memory_mb",
+        at_least(100),
+        "MB",
+        "memory budget of the whole analysis, worker processes included: it decides how "
+        "many rank files are read at once, each worker costing about 45 MB plus 100 bytes "
+        "per interval it may hold (default 300, or $GPUDIAG_MEMORY_MB)",
+    ),
 )
 
 
@@ -109,7 +118,8 @@ def _analyze(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         type=at_least(1, whole=True),
         default=None,
         metavar="N",
-        help="rank files read in parallel (default: one per core; 1 = serial)",
+        help="rank files read in parallel by at most N processes (default: one per core), "
+        "fewer where the memory budget (--memory-mb) does not hold N; 1 = serial",
     )
     a.add_argument(
         "--scheduler",

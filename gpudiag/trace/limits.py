@@ -1,9 +1,9 @@
 """The bounds a read works under, as one value handed to whoever reads.
 
-``gpudiag analyze --max-gzip-ratio/--max-intervals/--max-xplane-mb`` (or their environment
-variables, read once here) make a ``ReadLimits``; the CLI passes it to the process that reads
-each file (itself, a pool worker, a Dask worker), which applies it around the read. The
-environment is never used to carry it to workers.
+``gpudiag analyze --max-gzip-ratio/--max-intervals/--max-xplane-mb/--memory-mb`` (or their
+environment variables, read once here) make a ``ReadLimits``; the CLI passes it to the
+process that reads each file (itself, a pool worker, a Dask worker), which applies it around
+the read. The environment is never used to carry it to workers.
 
     limits = ReadLimits.from_env(max_intervals=500_000)
     per_rank = limits.shared(len(files))       # N rank files hold the bound together
@@ -29,6 +29,10 @@ from gpudiag.trace.sink import (
 from gpudiag.trace.source import DEFAULT_GZIP_RATIO, RATIO_ENV, limit_gzip_ratio
 from gpudiag.trace.xplane import DEFAULT_MAX_XPLANE_MB, XPLANE_LIMIT_ENV
 
+# the bound docs/formats.md promises for one analysis (one file: ~200-230 MB measured)
+DEFAULT_MEMORY_MB = 300.0
+MEMORY_ENV = "GPUDIAG_MEMORY_MB"
+
 
 def _env(name: str, default: float) -> float:
     try:
@@ -45,6 +49,9 @@ class ReadLimits:
     gzip_ratio: float = DEFAULT_GZIP_RATIO  # a .gz may expand this many times its size
     max_intervals: int = DEFAULT_MAX_INTERVALS  # intervals one file may hold
     xplane_mb: float = DEFAULT_MAX_XPLANE_MB  # largest .xplane.pb handed to xprof
+    # what gpudiag analyze and its reading processes may take together: it decides how many
+    # worker processes read rank files at once (runs.pool_size)
+    memory_mb: float = DEFAULT_MEMORY_MB
 
     @classmethod
     def from_env(
@@ -52,6 +59,7 @@ class ReadLimits:
         gzip_ratio: float | None = None,
         max_intervals: int | None = None,
         xplane_mb: float | None = None,
+        memory_mb: float | None = None,
     ) -> ReadLimits:
         """The given bounds; each one not given from its environment variable, else the
         default."""
@@ -62,6 +70,7 @@ class ReadLimits:
                 max_intervals or int(_env(LIMIT_ENV, DEFAULT_MAX_INTERVALS)),
             ),
             xplane_mb=xplane_mb or _env(XPLANE_LIMIT_ENV, DEFAULT_MAX_XPLANE_MB),
+            memory_mb=memory_mb or _env(MEMORY_ENV, DEFAULT_MEMORY_MB),
         )
 
     def shared(self, files: int) -> ReadLimits:

@@ -225,6 +225,12 @@ def read_summaries(path: str, reduce: bool, limits: ReadLimits) -> Result:
         return [], unforeseen(path, e)
 
 
+# measured (benchmarks/README.md, "Pool memory"): a forked worker reading a small rank file
+# peaks at 43-45 MB RSS; each interval it holds costs about 100 bytes at the peak (sink.py)
+WORKER_BASE_MB = 45.0
+BYTES_PER_INTERVAL = 100
+
+
 def default_jobs(n_files: int) -> int:
     return max(
         1,
@@ -235,6 +241,18 @@ def default_jobs(n_files: int) -> int:
             else (os.cpu_count() or 1),
         ),
     )
+
+
+def pool_size(n_files: int, jobs: int | None, limits: ReadLimits) -> int:
+    """How many processes read ``n_files`` rank files at once: ``jobs`` (default: one per
+    core), no more than the memory budget holds once this process's own memory is counted
+    (each worker: ``WORKER_BASE_MB`` plus the intervals its file may hold). 1: serial."""
+    import psutil
+
+    wanted = default_jobs(n_files) if jobs is None else max(1, min(jobs, n_files))
+    own_mb = psutil.Process().memory_info().rss / 1e6
+    per_worker = WORKER_BASE_MB + limits.max_intervals * BYTES_PER_INTERVAL / 1e6
+    return max(1, min(wanted, int((limits.memory_mb - own_mb) // per_worker)))
 
 
 def _pool_context() -> Any:
@@ -257,22 +275,20 @@ class RankReader:
         limits: ReadLimits | None = None,
     ) -> None:
         self.paths = list(paths)
-        self.jobs = default_jobs(len(self.paths)) if jobs is None else max(1, jobs)
         # one file (one rank) is analysed whole, exactly as the callback that wrote it did
         self.reduce = len(self.paths) > 1
         # several: each holds its share of the interval bound (a run of 500 ranks is
         # bounded as one file is)
         limits = limits or ReadLimits.from_env()
         self.limits = limits.shared(len(self.paths)) if self.reduce else limits
+        self.jobs = pool_size(len(self.paths), jobs, self.limits) if self.reduce else 1
         self._pool: ProcessPoolExecutor | None = None
         self._futures: dict[Future[Result], str] = {}
         self._dask: Any = None
         if scheduler:
             self._dask = _DaskRun(self.paths, scheduler, self.reduce, self.limits)
         elif self.jobs > 1 and len(self.paths) > 1:
-            self._pool = ProcessPoolExecutor(
-                max_workers=min(self.jobs, len(self.paths)), mp_context=_pool_context()
-            )
+            self._pool = ProcessPoolExecutor(max_workers=self.jobs, mp_context=_pool_context())
             self._futures = {
                 self._pool.submit(read_summaries, p, self.reduce, self.limits): p
                 for p in self.paths
@@ -323,21 +339,27 @@ def load_ranks(
 
 
 class _DaskRun:
-    """The same per-rank task on a Dask distributed cluster."""
+    """The same per-rank task on a Dask distributed cluster. Paths are sent absolute: a
+    worker resolves a relative one in its own directory (so the files must be where the
+    workers see them at the same absolute path: one machine, or a shared filesystem)."""
 
     def __init__(self, paths: list[str], scheduler: str, reduce: bool, limits: ReadLimits) -> None:
+        where = f"--scheduler {scheduler}"
         try:
             from distributed import Client
         except ImportError:
-            raise TraceError(
-                scheduler, "--scheduler needs Dask: pip install 'gpudiag[dask]'"
-            ) from None
+            raise TraceError(where, "needs Dask: pip install 'gpudiag[dask]'") from None
         try:
             self.client = Client(scheduler, timeout="10s")
         except (OSError, TimeoutError) as e:
-            raise TraceError(scheduler, f"cannot reach the Dask scheduler ({e})") from None
+            raise TraceError(where, f"cannot reach the Dask scheduler ({e})") from None
+        except (ValueError, TypeError) as e:  # distributed's word for a malformed address
+            raise TraceError(
+                where, f"not a Dask scheduler address ({e}); expected e.g. tcp://HOST:8786"
+            ) from None
+        absolute = [os.path.abspath(p) for p in paths]
         self.futures = self.client.map(
-            read_summaries, paths, reduce=reduce, limits=limits, pure=False
+            dask_task, absolute, reduce=reduce, limits=limits, pure=False
         )
         self.where = {f.key: p for f, p in zip(self.futures, paths, strict=True)}
 
@@ -345,7 +367,26 @@ class _DaskRun:
         from distributed import as_completed as dask_completed
 
         for fut in dask_completed(self.futures):
-            yield self.where[fut.key], fut.result()
+            path = self.where[fut.key]
+            tls, error = fut.result()
+            if error is not None:  # named as the user named it, not by its absolute path
+                error = TraceError(path, error.problem)
+            fut.release()  # the worker may drop the summary once it is here
+            yield path, (tls, error)
 
     def close(self) -> None:
         self.client.close()
+
+
+def dask_task(path: str, reduce: bool, limits: ReadLimits) -> Result:
+    """``read_summaries`` on a Dask worker, which lives on after the task (unlike a pool
+    worker): what the read freed goes back to the system, so the worker does not keep its
+    peak from one analysis to the next."""
+    import gc
+
+    from gpudiag.trace.allocator import give_back_free_memory
+
+    result = read_summaries(path, reduce, limits)
+    gc.collect()
+    give_back_free_memory()
+    return result
