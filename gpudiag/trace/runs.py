@@ -9,10 +9,11 @@ run id are one run; the same rank twice under one id (a cluster reused for a sec
 the group by start time. Files without a run id form one group unless two of them claim the
 same rank (two single-process runs): then each is a run of its own.
 
-Each rank is read where it is parsed (a pool worker, a Dask worker) and only its *summary*
-comes back: steps, the profiled window's device activity (merged per device and kind),
-input waits there and counters thinned to ``COUNTER_POINTS``; never the whole trace. Memory
-in the parent grows with ranks x profiled window, not with trace size.
+Each rank is read where it is parsed (a pool worker, as many as the memory budget holds:
+``pool_size``; a Dask worker: ``dask_run.py``) and only its *summary* comes back: steps, the
+profiled window's device activity (merged per device and kind), input waits there and
+counters thinned to ``COUNTER_POINTS``; never the whole trace. Memory in the parent grows
+with ranks x profiled window, not with trace size.
 """
 
 from __future__ import annotations
@@ -225,7 +226,7 @@ def read_summaries(path: str, reduce: bool, limits: ReadLimits) -> Result:
         return [], unforeseen(path, e)
 
 
-# measured (benchmarks/README.md, "Pool memory"): a forked worker reading a small rank file
+# measured (docs/formats.md, "Bounds on any input"): a forked worker reading a small rank file
 # peaks at 43-45 MB RSS; each interval it holds costs about 100 bytes at the peak (sink.py)
 WORKER_BASE_MB = 45.0
 BYTES_PER_INTERVAL = 100
@@ -286,7 +287,9 @@ class RankReader:
         self._futures: dict[Future[Result], str] = {}
         self._dask: Any = None
         if scheduler:
-            self._dask = _DaskRun(self.paths, scheduler, self.reduce, self.limits)
+            from gpudiag.trace.dask_run import DaskRun
+
+            self._dask = DaskRun(self.paths, scheduler, self.reduce, self.limits)
         elif self.jobs > 1 and len(self.paths) > 1:
             self._pool = ProcessPoolExecutor(max_workers=self.jobs, mp_context=_pool_context())
             self._futures = {
@@ -336,57 +339,3 @@ def load_ranks(
     """Rank summaries of every file, in the order given. ``jobs=1``: in this process;
     ``scheduler``: on a Dask distributed cluster (the ``dask`` extra)."""
     return RankReader(paths, jobs, scheduler, limits).collect(on_file)
-
-
-class _DaskRun:
-    """The same per-rank task on a Dask distributed cluster. Paths are sent absolute: a
-    worker resolves a relative one in its own directory (so the files must be where the
-    workers see them at the same absolute path: one machine, or a shared filesystem)."""
-
-    def __init__(self, paths: list[str], scheduler: str, reduce: bool, limits: ReadLimits) -> None:
-        where = f"--scheduler {scheduler}"
-        try:
-            from distributed import Client
-        except ImportError:
-            raise TraceError(where, "needs Dask: pip install 'gpudiag[dask]'") from None
-        try:
-            self.client = Client(scheduler, timeout="10s")
-        except (OSError, TimeoutError) as e:
-            raise TraceError(where, f"cannot reach the Dask scheduler ({e})") from None
-        except (ValueError, TypeError) as e:  # distributed's word for a malformed address
-            raise TraceError(
-                where, f"not a Dask scheduler address ({e}); expected e.g. tcp://HOST:8786"
-            ) from None
-        absolute = [os.path.abspath(p) for p in paths]
-        self.futures = self.client.map(
-            dask_task, absolute, reduce=reduce, limits=limits, pure=False
-        )
-        self.where = {f.key: p for f, p in zip(self.futures, paths, strict=True)}
-
-    def results(self) -> Iterator[tuple[str, Result]]:
-        from distributed import as_completed as dask_completed
-
-        for fut in dask_completed(self.futures):
-            path = self.where[fut.key]
-            tls, error = fut.result()
-            if error is not None:  # named as the user named it, not by its absolute path
-                error = TraceError(path, error.problem)
-            fut.release()  # the worker may drop the summary once it is here
-            yield path, (tls, error)
-
-    def close(self) -> None:
-        self.client.close()
-
-
-def dask_task(path: str, reduce: bool, limits: ReadLimits) -> Result:
-    """``read_summaries`` on a Dask worker, which lives on after the task (unlike a pool
-    worker): what the read freed goes back to the system, so the worker does not keep its
-    peak from one analysis to the next."""
-    import gc
-
-    from gpudiag.trace.allocator import give_back_free_memory
-
-    result = read_summaries(path, reduce, limits)
-    gc.collect()
-    give_back_free_memory()
-    return result
