@@ -288,7 +288,8 @@ def test_analyze_refuses_to_merge_unrelated_runs(tmp_path, capsys):
     or without run ids in the headers."""
     for ids in (("a1", "b2"), ("", "")):
         a = gpudiag_trace(tmp_path / f"gpudiag-trace-1{ids[0]}.json", run_id=ids[0])
-        b = gpudiag_trace(tmp_path / f"gpudiag-trace-2{ids[1]}.json", run_id=ids[1])
+        # another run (not a copy of the first: copies are named as duplicates)
+        b = gpudiag_trace(tmp_path / f"gpudiag-trace-2{ids[1]}.json", steps=4, run_id=ids[1])
         code, out, err = analyze(capsys, str(a), str(b))
         assert code == 2 and out == "" and len(err.splitlines()) == 1, err
         assert a.name in err and b.name in err and "2 runs" in err and "--ranks" in err

@@ -46,7 +46,11 @@ def test_a_folder_of_unrelated_traces_is_listed_briefly(tmp_path, capsys):
         shutil.copy(SAMPLES / name, tmp_path / name)
     code, err = _analyze(capsys, str(tmp_path))
     assert code == 2 and len(err.splitlines()) == 1
-    assert "4 unrelated traces" in err and "+1 more" in err and "analyze one at a time" in err
+    assert (
+        "4 files hold 4 runs, unrelated traces" in err
+        and "+1 more" in err
+        and "analyze one at a time" in err
+    )
     assert len(err) - len(str(tmp_path)) < 300
 
 

@@ -145,8 +145,9 @@ def several_runs_problem(runs: list[list[RankFile]]) -> str:
     alone = [run[0] for run in runs if len(run) == 1 and run[0].run_id is None]
     if len(alone) == len(runs):  # a folder of unrelated traces (docs/formats.md: why refused)
         return (
-            f"{len(alone)} unrelated traces, one run each ({_names(alone)}); analyze one at "
-            f"a time (one report, one verdict, one exit code per run), {hint}"
+            f"these {len(alone)} files hold {len(alone)} runs, unrelated traces "
+            f"({_names(alone)}); analyze one at a time (one report, one verdict, one exit "
+            f"code per run), {hint}"
         )
     parts = []
     for run in runs[:SHOWN_RUNS]:
