@@ -125,7 +125,8 @@ def _analyze(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--scheduler",
         default=None,
         metavar="ADDRESS",
-        help="read rank files on a Dask distributed cluster (needs gpudiag[dask])",
+        help="read rank files on a Dask distributed cluster (needs gpudiag[dask]); paths "
+        "are sent absolute, so the workers must see the files at the same path",
     )
     a.add_argument(
         "--ranks",
