@@ -19,7 +19,7 @@ from typing import Protocol
 from gpudiag.trace.errors import TraceError
 
 GZIP_MAGIC = b"\x1f\x8b"
-RAW_CHUNK = 1 << 16
+RAW_CHUNK = 1 << 17
 DEFAULT_READ = 1 << 20
 
 
@@ -102,7 +102,7 @@ class GzipDocument:
                         "gzip holds two JSON documents, one after the other (two files "
                         "concatenated?): analyze each file on its own",
                     )
-        tail = out.rstrip()[-1:]
+        tail = out[-256:].rstrip()[-1:] or out.rstrip()[-1:]  # no copy of the chunk
         if tail:
             self._last = tail
         return out
