@@ -29,7 +29,10 @@ def _follow_problem(path: str) -> str | None:
             head = f.read(4096)
     except OSError as e:
         return f"cannot read: {e.strerror or e}"
-    if head.strip() and b'"gpudiag.metadata"' not in head:
+    from gpudiag.trace.formats import find_format
+
+    fmt = find_format(head)
+    if head.strip() and (fmt is None or fmt.name != "gpudiag"):
         return "not a gpudiag trace (--follow tails the file a DiagnoseCallback is writing)"
     return None
 
