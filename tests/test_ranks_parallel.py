@@ -126,7 +126,7 @@ def test_a_bad_rank_file_is_named(rank_dir, tmp_path, capsys):
 
 
 def test_summaries_keep_only_the_profiled_window():
-    from gpudiag.trace.runs import summarize
+    from gpudiag.trace.rank_summary import summarize
     from gpudiag.trace.timeline import Kind, Timeline
 
     tl = Timeline(meta=Metadata(producer="gpudiag"))

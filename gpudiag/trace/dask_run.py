@@ -15,7 +15,7 @@ from collections.abc import Iterator
 
 from gpudiag.trace.errors import TraceError
 from gpudiag.trace.limits import ReadLimits
-from gpudiag.trace.runs import Result, read_summaries
+from gpudiag.trace.rank_summary import Result, read_summaries
 
 
 class DaskRun:

@@ -15,7 +15,6 @@ that claims the head reads the file.
 from __future__ import annotations
 
 import codecs
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -164,24 +163,11 @@ def _is_binary(head: bytes) -> bool:
 
 def _read_xplane(path: str, head: bytes, limits: ReadLimits) -> list[Timeline]:
     from gpudiag.trace.source import is_gzip
-    from gpudiag.trace.xplane import (
-        XPLANE_BASE_MB,
-        XPLANE_LIMIT_ENV,
-        XPLANE_MB_PER_MB,
-        read_xplane,
-    )
+    from gpudiag.trace.xplane import check_xplane_size, read_xplane
 
     if is_gzip(path):
         raise TraceError(path, "gzip holds binary data that is not a trace")
-    mb = os.path.getsize(path) / 1e6
-    if mb > limits.xplane_mb:  # refused before it is decoded (xplane.check_xplane_size's
-        need = XPLANE_BASE_MB + XPLANE_MB_PER_MB * mb  # words, with this read's bound)
-        raise TraceError(
-            path,
-            f"a {mb:,.0f} MB xplane: reading it takes about {need:,.0f} MB of memory "
-            f"({XPLANE_MB_PER_MB:g} MB per MB), beyond the {limits.xplane_mb:g} MB bound on "
-            f"xplane files; raise it with --max-xplane-mb or {XPLANE_LIMIT_ENV}",
-        )
+    check_xplane_size(path, limits.xplane_mb)  # refused before it is decoded
     return read_xplane(path)
 
 

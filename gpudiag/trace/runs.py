@@ -12,7 +12,7 @@ same rank (two single-process runs): then each is a run of its own.
 Each rank is read where it is parsed (a pool worker, as many as the memory budget holds:
 ``pool_size``; a Dask worker: ``dask_run.py``) and only its *summary* comes back: steps, the
 profiled window's device activity (merged per device and kind), input waits there and
-counters thinned to ``COUNTER_POINTS``; never the whole trace. Memory in the parent grows
+counters thinned (``rank_summary.py``); never the whole trace. Memory in the parent grows
 with ranks x profiled window, not with trace size.
 """
 
@@ -27,14 +27,11 @@ from dataclasses import dataclass
 from multiprocessing import get_all_start_methods, get_context
 from typing import Any
 
-import numpy as np
-
-from gpudiag.trace.errors import TraceError, unforeseen
+from gpudiag.trace.errors import TraceError
 from gpudiag.trace.limits import ReadLimits
-from gpudiag.trace.timeline import Intervals, Timeline
+from gpudiag.trace.rank_summary import Result, read_summaries
+from gpudiag.trace.timeline import Timeline
 
-Result = tuple[list[Timeline], TraceError | None]
-COUNTER_POINTS = 2000  # per counter: a sampled run of hours at 0.5 s keeps its shape
 TRACE_SUFFIXES = (".json", ".json.gz", ".gz", ".pb")
 
 
@@ -188,43 +185,6 @@ def _names(files: list[RankFile]) -> str:
 
 def _short(name: str) -> str:
     return name if len(name) <= NAME_CHARS else name[: NAME_CHARS - 1] + "…"
-
-
-# ---- per-rank summaries ------------------------------------------------------------------
-def summarize(tl: Timeline) -> Timeline:
-    """What the analysis of a run needs from one rank: events inside its profiled window
-    (untouched, so a rank analyses the same alone or in a run), counters thinned."""
-    st = tl.steps
-    prof = st.profiled & (st.end > st.start)
-    if prof.any():
-        lo, hi = float(st.start[prof].min()), float(st.end[prof].max())
-        for key, iv in list(tl.activity.items()):
-            inside = (iv.ends > lo) & (iv.starts < hi)
-            if not inside.all():
-                tl.activity[key] = Intervals(iv.starts[inside], iv.ends[inside])
-        w = tl.input_wait
-        inside = (w.ends > lo) & (w.starts < hi)
-        if not inside.all():
-            tl.input_wait = Intervals(w.starts[inside], w.ends[inside])
-    for c in tl.counters:
-        if c.ts.size > COUNTER_POINTS:
-            keep = np.linspace(0, c.ts.size - 1, COUNTER_POINTS).astype(np.int64)
-            c.ts, c.values = c.ts[keep], c.values[keep]
-    return tl
-
-
-def read_summaries(path: str, reduce: bool, limits: ReadLimits) -> Result:
-    """Pool / Dask task: the file's rank summaries (``reduce=False``: its whole timelines),
-    or the TraceError that says why it cannot be read (returned, not raised: it comes back
-    as it is, whatever the exception was)."""
-    from gpudiag.trace.allocator import return_big_buffers
-    from gpudiag.trace.load import load_file
-
-    return_big_buffers()  # an analysis process: keep its peak memory its true peak
-    try:
-        return [summarize(tl) if reduce else tl for tl in load_file(path, limits)], None
-    except Exception as e:  # an input we did not foresee: one line, never a traceback
-        return [], unforeseen(path, e)
 
 
 # measured (docs/formats.md, "Bounds on any input"): a forked worker reading a small rank file

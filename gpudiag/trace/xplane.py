@@ -102,21 +102,11 @@ DEFAULT_MAX_XPLANE_MB = 350.0
 XPLANE_LIMIT_ENV = "GPUDIAG_MAX_XPLANE_MB"
 
 
-def xplane_limit_mb() -> float:
-    """The bound from ``GPUDIAG_MAX_XPLANE_MB`` (``--max-xplane-mb`` sets it), else the
-    default."""
-    try:
-        value = float(os.environ.get(XPLANE_LIMIT_ENV, DEFAULT_MAX_XPLANE_MB))
-    except ValueError:
-        return DEFAULT_MAX_XPLANE_MB
-    return value if value > 0 else DEFAULT_MAX_XPLANE_MB
-
-
-def check_xplane_size(path: str) -> None:
+def check_xplane_size(path: str, limit: float) -> None:
     """Refuse, before decoding, an xplane whose reading would exceed the memory bound
-    (``gpudiag analyze`` only: the callback's own profiler windows are short)."""
+    ``limit`` (MB of file; ``ReadLimits.xplane_mb``). ``gpudiag analyze`` only: the
+    callback's own profiler windows are short."""
     mb = os.path.getsize(path) / 1e6
-    limit = xplane_limit_mb()
     if mb > limit:
         need = XPLANE_BASE_MB + XPLANE_MB_PER_MB * mb
         raise TraceError(
