@@ -45,9 +45,9 @@ def load_file(path: str) -> list[Timeline]:
         from gpudiag.trace.xplane_facts import apply_gpu_facts, gpu_facts
 
         check_xplane_size(path)
-        timelines = read_xplane(path)
-        apply_gpu_facts(timelines, gpu_facts(path))  # the GPU: plane stats, not events
-        return timelines
+        planes = read_xplane(path)
+        apply_gpu_facts(planes, gpu_facts(path))  # the GPU: plane stats, not events
+        return planes
     if kind == "text":
         from gpudiag.trace.xplane import text_problem
 
