@@ -50,7 +50,7 @@ def align_device_steps(host: Steps3 | None, device_steps: dict[str, IntervalSink
     used = -1
     for i in range(nums.size):
         j = int(np.searchsorted(h_start, starts[i], side="right")) - 1
-        if j > used and h_start[j] >= prev_end:
+        if j > used:  # a host step not yet matched, dispatched before the device began
             begin[i] = h_start[j]
             end[i] = max(end[i], h_end[j])
             used = j
