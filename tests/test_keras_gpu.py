@@ -185,9 +185,11 @@ def test_a_sequential_map_holding_the_time_gets_the_parallel_map(tmp_path):
             "source",
         ),
         ({"Iterator::Model::BatchV2": 80.0, "Iterator::Model::BatchV2::TensorSlice": 1.0}, "batch"),
+        ({"Iterator::Model::Prefetch": 80.0}, "producer"),
+        # the prefetch waits for its traced producer: the producer is where the time goes
         (
             {"Iterator::Model::Prefetch": 80.0, "Iterator::Model::Prefetch::Generator": 20.0},
-            "producer",
+            "python",
         ),
         ({"Iterator::Model::Prefetch::Generator": 80.0}, "python"),
     ],

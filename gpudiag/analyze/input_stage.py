@@ -11,6 +11,7 @@ pipeline is not where a 2-second wait comes from). Kinds, from the stage's last 
   ``cache``: the cache is being filled (the first epoch reads the source).
 * ``producer``: an asynchronous stage (``Prefetch``, ``Parallel…``) holds the time with
   nothing traced beneath it: it waits for a producer whose thread the profile did not trace.
+  A ``Prefetch`` whose producer is traced is not ranked: its time is its producer's wait.
   Keras wraps a Python generator or ``Sequence`` in ``prefetch(1)``, so a one-element
   prefetch with nothing traced beneath is read as Python input.
 
@@ -46,22 +47,34 @@ def stage_kind(stage: str) -> str:
 
 
 def input_stage(pipeline: dict[str, Any]) -> tuple[str, str, float] | None:
-    """(kind, stage, its share of all stages' self time) of the stage holding most of the
-    input time; None without stage times or when no stage holds most of it."""
+    """(kind, stage, its share of the stages' self time) of the stage holding most of the
+    input time; None without stage times or when no stage holds most of it. A ``Prefetch``
+    whose producer is traced (a stage beneath it has time) only waits for it: its own time
+    is the producer's, counted there."""
     times = pipeline.get("stage_self_us")
     if not isinstance(times, dict) or not times:
         return None
-    total = sum(float(v) for v in times.values())
-    stage, us = max(times.items(), key=lambda kv: float(kv[1]))
-    if total <= 0 or float(us) / total < DOMINANT_SHARE:
+
+    def traced_beneath(stage: str) -> bool:
+        return any(s.startswith(stage + "::") for s in times)
+
+    own = {
+        s: float(us)
+        for s, us in times.items()
+        if not (stage_kind(s) == "producer" and traced_beneath(s))
+    }
+    total = sum(own.values())
+    if total <= 0:
+        return None
+    stage, us = max(own.items(), key=lambda kv: kv[1])
+    if us / total < DOMINANT_SHARE:
         return None
     kind = stage_kind(stage)
-    beneath = [s for s in times if s.startswith(stage + "::")]
-    if kind in ASYNC_STAGES and not beneath:
+    if kind in ASYNC_STAGES and not traced_beneath(stage):
         kind = "producer"  # nothing traced beneath: it waits for an untraced producer
     if kind == "producer" and pipeline.get("py_function"):
         kind = "python"
-    return kind, stage, float(us) / total
+    return kind, stage, us / total
 
 
 # (kind) -> (title, detail, workers model): "cores" = spread over the host's cores,
