@@ -36,15 +36,27 @@ def test_step_is_the_device_step_begun_by_the_host(tmp_path):
     assert d.verdict == "compute-bound"
 
 
+def test_the_callbacks_step_markers_number_the_device_steps(tmp_path):
+    """DiagnoseCallback's own profiler windows mark steps "train N" (N = the batch): the
+    device step keeps that number, which the callback matches its clock with."""
+    p = Profile()
+    p.host_event("python3", "train 12", 0.0, 90.0)
+    p.kernels(12.0, 200.0, 100).device_step(2.0, 200.0, number=0)
+    tl = load_file(p.write(tmp_path / "host.xplane.pb"))[0]
+    assert tl.steps.index.tolist() == [12]
+    assert tl.steps.start.tolist() == [0.0] and tl.steps.end.tolist() == [200_000.0]
+
+
 def test_device_steps_are_merged_and_aligned_with_host_steps():
     budget = IntervalBudget()
     gpu0, gpu1 = budget.sink(mergeable=False, columns="q"), budget.sink(False, "q")
     for sink, shift in ((gpu0, 0.0), (gpu1, 5.0)):
         sink.add(10.0 + shift, 100.0 + shift, 0)
         sink.add(110.0 + shift, 200.0 + shift, 1)
-    host = (np.array([0, 1]), np.array([0.0, 104.0]), np.array([40.0, 150.0]))
+    # the callback's "train 12" / "train 13" markers: their numbers are the steps' numbers
+    host = (np.array([12, 13]), np.array([0.0, 104.0]), np.array([40.0, 150.0]))
     nums, starts, ends = align_device_steps(host, {"GPU 0": gpu0, "GPU 1": gpu1})
-    assert nums.tolist() == [0, 1]
+    assert nums.tolist() == [12, 13]
     assert starts.tolist() == [0.0, 105.0]  # never before the previous step's end
     assert ends.tolist() == [105.0, 205.0]
 

@@ -38,14 +38,18 @@ def _merged_device_steps(device_steps: dict[str, IntervalSink]) -> Steps3:
 
 
 def align_device_steps(host: Steps3 | None, device_steps: dict[str, IntervalSink]) -> Steps3:
-    """Device steps, each begun by the host step that dispatched it (when there is one)."""
+    """Device steps, each begun by the host step that dispatched it (when there is one) and
+    numbered as the host numbers it (``train N`` markers are the batch numbers the callback
+    matches its own clock with); a device step no host step began keeps a number after
+    them."""
     nums, starts, ends = _merged_device_steps(device_steps)
     if host is None or not host[1].size:
         return nums, starts, ends
     order = np.argsort(host[1], kind="stable")
-    h_start, h_end = host[1][order], host[2][order]
+    h_num, h_start, h_end = host[0][order], host[1][order], host[2][order]
     begin = starts.copy()
     end = ends.copy()
+    number = np.full(nums.size, -1, dtype=np.int64)
     prev_end = -np.inf
     used = -1
     for i in range(nums.size):
@@ -53,7 +57,12 @@ def align_device_steps(host: Steps3 | None, device_steps: dict[str, IntervalSink
         if j > used:  # a host step not yet matched, dispatched before the device began
             begin[i] = h_start[j]
             end[i] = max(end[i], h_end[j])
+            number[i] = h_num[j]
             used = j
         begin[i] = max(begin[i], prev_end)
         prev_end = end[i]
-    return nums, begin, end
+    free = number < 0
+    if free.any():
+        first = int(number.max()) + 1
+        number[free] = np.arange(first, first + int(free.sum()))
+    return number, begin, end
