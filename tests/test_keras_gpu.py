@@ -15,6 +15,7 @@ from gpudiag.trace.load import load_file
 from gpudiag.trace.runconfig import RunConfig
 from gpudiag.trace.sink import IntervalBudget
 from gpudiag.trace.tf_steps import align_device_steps
+from tests import foreign
 from tests.keras_gpu_profiles import Profile, async_tail
 
 
@@ -34,6 +35,58 @@ def test_step_is_the_device_step_begun_by_the_host(tmp_path):
     # the 10 ms copy is 5% of the step, not 11% of the host's 90 ms
     assert d.breakdown["transfer"] == pytest.approx(0.05, abs=0.005)
     assert d.verdict == "compute-bound"
+
+
+def test_trace_viewer_json_step_events_are_the_step_too(tmp_path):
+    """xprof's trace-viewer JSON export of the same shape: the device "Steps" thread, a
+    ``_Send`` hand-off named by its type with the full name in ``long_name``."""
+    meta = [
+        ("process_name", 1, None, "/device:GPU:0"),
+        ("thread_name", 1, 13, "Stream #13(Compute)"),
+        ("thread_name", 1, 99, "Steps"),
+        ("process_name", 7, None, "/host:CPU"),
+        ("thread_name", 7, 1, "python3"),
+        ("thread_name", 7, 2, "tf_Compute/2"),
+    ]
+    ev: list[dict] = [
+        {"ph": "M", "name": n, "pid": pid, **({"tid": tid} if tid else {}), "args": {"name": v}}
+        for n, pid, tid, v in meta
+    ]
+    ev.append({"ph": "X", "name": "train_function", "pid": 7, "tid": 1, "ts": 0, "dur": 40_000})
+    send = {"long_name": "IteratorGetNext/_3:_Send", "group_id": "0"}
+    ev.append(
+        {"ph": "X", "name": "_Send", "pid": 7, "tid": 2, "ts": 0, "dur": 30_000, "args": send}
+    )
+    for i in range(50):
+        ev.append(
+            {
+                "ph": "X",
+                "name": "volta_sgemm",
+                "pid": 1,
+                "tid": 13,
+                "ts": 30_000 + 1400 * i,
+                "dur": 1300,
+                "args": {"annotation": "gradient_tape/dense/MatMul:MatMul"},
+            }
+        )
+    step = {"group_id": "0", "step_name": "EagerKernelExecute 0"}
+    ev.append(
+        {
+            "ph": "X",
+            "name": "EagerKernelExecute 0",
+            "pid": 1,
+            "tid": 99,
+            "ts": 30_000,
+            "dur": 70_000,
+            "args": step,
+        }
+    )
+    tl = load_file(foreign.write({"traceEvents": ev}, tmp_path / "t.trace.json"))[0]
+    assert tl.meta.extra["steps_method"] == "device"
+    assert tl.steps.start.tolist() == [0.0] and tl.steps.end.tolist() == [100_000.0]
+    assert tl.meta.extra["workload"] == "training"
+    d = diagnose([tl])
+    assert d.breakdown["input"] == pytest.approx(0.3, abs=0.01)
 
 
 def test_the_callbacks_step_markers_number_the_device_steps(tmp_path):
