@@ -30,12 +30,15 @@ def detect(ev: RankEvidence) -> Finding | None:
         return None  # TPUs run float32 matmuls in bfloat16 passes by default
     if cfg.precision not in (None, "float32") or b.shares["compute"] < COMPUTE_SHARE:
         return None
-    return Finding(
-        ID,
-        "info",
-        "Compute-bound in float32",
-        {"compute_share_pct": pct(b.shares["compute"]), "precision": cfg.precision or "unknown"},
-    )
+    evidence: dict[str, object] = {
+        "compute_share_pct": pct(b.shares["compute"]),
+        "precision": cfg.precision or "unknown",
+    }
+    if cfg.compute_capability:
+        evidence["compute_capability"] = cfg.compute_capability
+        if cfg.gpu_model:
+            evidence["gpu"] = cfg.gpu_model
+    return Finding(ID, "info", "Compute-bound in float32", evidence)
 
 
 def advise(f: Finding, s: Situation) -> list[Suggestion]:
