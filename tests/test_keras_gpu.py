@@ -14,7 +14,7 @@ from gpudiag.analyze.tensor_cores import precision_plan
 from gpudiag.trace.load import load_file
 from gpudiag.trace.runconfig import RunConfig
 from gpudiag.trace.sink import IntervalBudget
-from gpudiag.trace.tf_steps import align_device_steps
+from gpudiag.trace.tf_steps import align_device_steps, host_spans
 from tests import foreign
 from tests.keras_gpu_profiles import Profile, async_tail
 
@@ -287,6 +287,12 @@ def test_a_mostly_untraced_step_is_said_and_not_diagnosed_from_its_sliver(tmp_pa
     assert f.evidence["untraced_s_per_step"] == pytest.approx(5.96, abs=0.01)
     assert d.verdict == "inconclusive"  # not data-starved from 4 ms of 26
     assert "kernel-launch-bound" not in d.finding_ids
+
+
+def test_host_activity_bridges_only_short_gaps():
+    spans = host_spans(np.array([0.0, 150.0, 1001.0]), np.array([100.0, 900.0, 1200.0]))
+    # a 50 µs gap bridged, 101 µs kept
+    assert spans.starts.tolist() == [0.0, 1001.0] and spans.ends.tolist() == [900.0, 1200.0]
 
 
 def test_a_fully_traced_step_has_no_untraced_finding(tmp_path):

@@ -16,11 +16,25 @@ from __future__ import annotations
 import numpy as np
 
 from gpudiag.trace.sink import IntervalSink
+from gpudiag.trace.timeline import Intervals, union_of
 
-# Timeline.spans key: the union of every traced host event (what is not traced is said)
+# Metadata.extra key: the union of every traced host event, as Intervals (what is not
+# traced is said: analyze/rules/untraced_time.py)
 HOST_ACTIVITY = "traced host activity"
+# gaps between host events shorter than this are bridged: untraced time is about stretches
+# of a fifth of a step, and a busy host thread then takes a few spans, not one per op (the
+# figure can only come out lower, never higher: a bridged gap counts as traced)
+HOST_BRIDGE_US = 100.0
 
 Steps3 = tuple[np.ndarray, np.ndarray, np.ndarray]
+
+
+def host_spans(starts: np.ndarray, ends: np.ndarray) -> Intervals:
+    """Traced host activity as few spans: the union, gaps under ``HOST_BRIDGE_US`` closed."""
+    if not starts.size:
+        return Intervals()
+    u = union_of(starts, ends + HOST_BRIDGE_US)
+    return Intervals(u.starts, np.maximum(u.starts, u.ends - HOST_BRIDGE_US))
 
 
 def _merged_device_steps(device_steps: dict[str, IntervalSink]) -> Steps3:

@@ -64,7 +64,7 @@ from gpudiag.trace.tf_names import (
     stream_kind,
 )
 from gpudiag.trace.tf_pipeline import PipelineStages, note_pipeline
-from gpudiag.trace.tf_steps import HOST_ACTIVITY, align_device_steps
+from gpudiag.trace.tf_steps import HOST_ACTIVITY, HOST_BRIDGE_US, align_device_steps, host_spans
 from gpudiag.trace.tf_xla import XlaLine
 from gpudiag.trace.timeline import Kind, Metadata, Timeline
 
@@ -159,6 +159,9 @@ def _gather(doc: ChromeDoc, g: _Gathered, live: bool) -> None:
     lanes: dict[tuple[Any, Any], Lane] = {}
     lane_pids: set[Any] = set()
     untracked = False
+    # per host lane, the stretch of activity being extended: one sink pair per stretch, not
+    # one per event (the host's events nest and follow each other closely)
+    runs: dict[tuple[Any, Any], list[float]] = {}
     for ev in doc.events:
         ph = ev.get("ph")
         if ph != "X":
@@ -213,7 +216,17 @@ def _gather(doc: ChromeDoc, g: _Gathered, live: bool) -> None:
             continue
         if role == SKIP:
             continue
-        g.host.add(ts, end)
+        run = runs.get((pid, tid))
+        if run is not None and run[0] <= ts <= run[1] + HOST_BRIDGE_US:
+            if end > run[1]:
+                run[1] = end
+        else:
+            if run is not None:
+                g.host.add(run[0], run[1])
+            if run is not None or len(runs) < MAX_KEYS:
+                runs[(pid, tid)] = [ts, end]
+            else:
+                g.host.add(ts, end)
         info = names.get(name)
         if info is None:
             info = name_info(name)
@@ -270,6 +283,8 @@ def _gather(doc: ChromeDoc, g: _Gathered, live: bool) -> None:
             note_pipeline(g.pipeline, name, args)
             g.stages.add(tid, name, args, ts, end)
     facts.host_ops += host_ops
+    for run in runs.values():
+        g.host.add(run[0], run[1])
 
 
 def _build(g: _Gathered, meta: Metadata) -> list[Timeline]:
@@ -286,7 +301,7 @@ def _build(g: _Gathered, meta: Metadata) -> list[Timeline]:
     if len(g.inputs):
         base.add_input_wait(*g.inputs.arrays(), name_totals=g.input_names)
     if len(g.host):
-        base.spans[HOST_ACTIVITY] = list(zip(*(a.tolist() for a in g.host.arrays()), strict=True))
+        meta.extra[HOST_ACTIVITY] = host_spans(*g.host.arrays())
         if g.host_budget.cut:  # known only up to there
             meta.extra["host_activity_until_us"] = g.host_budget.cutoff
     stream_devices = {d for d, _ in g.dev.sinks}

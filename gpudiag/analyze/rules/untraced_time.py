@@ -37,9 +37,9 @@ MAY_BE = (
 def untraced(tl: Timeline) -> tuple[float, float, int] | None:
     """(untraced µs, step µs, steps) over the profiled steps; None when the trace holds no
     record of its host activity (then nothing can be said)."""
-    host = tl.spans.get(HOST_ACTIVITY)
+    host = tl.meta.extra.get(HOST_ACTIVITY)
     idx = profiled_steps(tl)
-    if not host or not idx.size:
+    if not isinstance(host, Intervals) or not len(host) or not idx.size:
         return None
     lo, hi = tl.steps.start[idx], tl.steps.end[idx]
     until = tl.meta.extra.get("host_activity_until_us")
@@ -48,8 +48,7 @@ def untraced(tl: Timeline) -> tuple[float, float, int] | None:
         lo, hi = lo[keep], hi[keep]
         if not lo.size:
             return None
-    starts, ends = (np.array(x, dtype=np.float64) for x in zip(*host, strict=True))
-    traced = union_many([Intervals(starts, ends), *tl.activity.values()])
+    traced = union_many([host, *tl.activity.values()])
     step_us = float(np.sum(hi - lo))
     covered = float(np.sum(traced.covered_in(lo, hi)))
     return max(0.0, step_us - covered), step_us, int(lo.size)
