@@ -74,7 +74,7 @@ def row(path: Path, ref: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         else None,
         "workload": tls[0].meta.extra.get("workload", "unknown"),
         "untraced": next(
-            (f.evidence.get("untraced_s_per_step") for f in d.findings if f.id == "untraced-time"),
+            (f.evidence.get("untraced_per_step_s") for f in d.findings if f.id == "untraced-time"),
             None,
         ),
         "remedies": [f"{s.title} ({s.expected_gain:.2f}×)" for s in d.suggestions],

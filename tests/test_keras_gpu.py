@@ -284,7 +284,7 @@ def test_a_mostly_untraced_step_is_said_and_not_diagnosed_from_its_sliver(tmp_pa
     _, d = _diagnose(p, tmp_path)
     f = d.finding("untraced-time")
     assert f is not None and f.severity == "high"
-    assert f.evidence["untraced_s_per_step"] == pytest.approx(5.96, abs=0.01)
+    assert f.evidence["untraced_per_step_s"] == pytest.approx(5.96, abs=0.01)
     assert d.verdict == "inconclusive"  # not data-starved from 4 ms of 26
     assert "kernel-launch-bound" not in d.finding_ids
 

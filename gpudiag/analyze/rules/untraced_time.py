@@ -76,7 +76,7 @@ def detect(ev: RankEvidence) -> Finding | None:
         "the callbacks",
         {
             "untraced_share_pct": pct(share),
-            "untraced_s_per_step": round(per_step_s, 3),
+            "untraced_per_step_s": round(per_step_s, 3),
             "step_s": round(step_us / steps / 1e6, 3),
             "steps": steps,
         },
