@@ -250,6 +250,8 @@ def test_a_sequential_map_holding_the_time_gets_the_parallel_map(tmp_path):
             "source",
         ),
         ({"Iterator::Model::BatchV2": 80.0, "Iterator::Model::BatchV2::TensorSlice": 1.0}, "batch"),
+        # TF fuses a parallel map with its batch: parallel, not a sequential map
+        ({"Iterator::Root::Prefetch::MapAndBatch": 90.0, "Iterator::Root::Prefetch": 5.0}, "map"),
         ({"Iterator::Model::Prefetch": 80.0}, "producer"),
         # the prefetch waits for its traced producer: the producer is where the time goes
         (
@@ -262,6 +264,28 @@ def test_a_sequential_map_holding_the_time_gets_the_parallel_map(tmp_path):
 def test_input_stage_kinds(times, kind):
     found = input_stage({"stage_self_us": times})
     assert found is not None and found[0] == kind
+
+
+def test_a_parallel_map_in_the_config_gets_no_parallel_map_remedy():
+    """RunConfig says the run's maps are parallel: the map stage gets the cheaper-map
+    remedy, never "Parallelise the tf.data map" (a remedy already in place)."""
+    from gpudiag.analyze.evidence import HostFacts, Situation
+    from gpudiag.analyze.input_plan import input_remedies
+
+    cfg = RunConfig(
+        input_kind="tf.data",
+        sequential_maps=0,
+        parallel_maps=1,
+        input_stage="map-sequential",
+        input_stage_name="Iterator::Root::Prefetch::MapAndBatch",
+        device_type="GPU",
+    )
+    shares = {"input": 0.4, "transfer": 0.0, "compute": 0.5, "sync": 0.0, "other": 0.1}
+    titles = [
+        s.title for s in input_remedies(Situation(shares, "data-starved", cfg, HostFacts(), {}))
+    ]
+    assert "Parallelise the tf.data map" not in titles
+    assert "Make the parallel map cheaper" in titles
 
 
 def test_no_stage_when_the_time_is_spread():

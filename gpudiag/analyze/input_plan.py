@@ -269,7 +269,10 @@ def _unknown_remedy(s: Situation) -> list[Suggestion]:
 def _stage_remedy(s: Situation) -> list[Suggestion]:
     """The remedy for the tf.data stage that holds the input time (a TF profile shows it)."""
     cfg = s.config
-    text = STAGE_REMEDIES.get(cfg.input_stage or "")
+    kind = cfg.input_stage or ""
+    if kind == "map-sequential" and cfg.sequential_maps == 0:
+        kind = "map"  # the run's own maps are parallel (RunConfig): not this remedy
+    text = STAGE_REMEDIES.get(kind)
     if text is None:
         return []
     title, detail, model = text
@@ -296,7 +299,7 @@ def _stage_remedy(s: Situation) -> list[Suggestion]:
     detail = detail.replace("{stage}", cfg.input_stage_name or "tf.data").replace(
         "workers=N", f"workers={max(2, n)}"
     )
-    finding = "sequential-map" if cfg.input_stage == "map-sequential" else "input-wait"
+    finding = "sequential-map" if kind == "map-sequential" else "input-wait"
     return [g.suggestion(title, detail, _finding(s, finding, "input-wait"))]
 
 

@@ -9,9 +9,10 @@ pipeline is not where a 2-second wait comes from). Kinds, from the stage's last 
   cache. ``python``: a Python source (``Generator``, ``py_function``/``numpy_function``):
   worker processes. ``map`` / ``map-sequential``, ``batch``, ``interleave``: parallelise it.
   ``cache``: the cache is being filled (the first epoch reads the source).
-* ``producer``: an asynchronous stage (``Prefetch``, ``Parallel…``) holds the time with
-  nothing traced beneath it: it waits for a producer whose thread the profile did not trace.
-  A ``Prefetch`` whose producer is traced is not ranked: its time is its producer's wait.
+* ``producer``: a ``Prefetch`` holds the time with nothing traced beneath it: it waits for a
+  producer whose thread the profile did not trace. A ``Prefetch`` whose producer is traced is
+  not ranked: its time is its wait for that producer. (A parallel map's or interleave's own
+  time is its function's work, done in background threads: it stays theirs.)
   Keras wraps a Python generator or ``Sequence`` in ``prefetch(1)``, so a one-element
   prefetch with nothing traced beneath is read as Python input.
 
@@ -30,15 +31,16 @@ DOMINANT_SHARE = 0.5
 KIND_TABLE: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"^(?:Generator|PyFunc|EagerPyFunc|FromGenerator)"), "python"),
     (re.compile(r"^(?:TFRecord|TextLine|FixedLengthRecord|ListFiles|SSTable)"), "source"),
-    (re.compile(r"^(?:Map|MapAndBatch)$"), "map-sequential"),
-    (re.compile(r"^ParallelMap"), "map"),
+    (re.compile(r"^Map$"), "map-sequential"),
+    # TF's fused map and batch runs in parallel unless its parallelism is 1 (the reader
+    # then notes a sequential map: ``pipeline["sequential_map"]``)
+    (re.compile(r"^(?:ParallelMap|MapAndBatch)"), "map"),
     (re.compile(r"^(?:Batch|BatchV2|PaddedBatch|PaddedBatchV2|ParallelBatch)$"), "batch"),
     (re.compile(r"^(?:Interleave|FlatMap)$"), "interleave-sequential"),
     (re.compile(r"^(?:ParallelInterleave|LegacyParallelInterleave)"), "interleave"),
     (re.compile(r"^(?:Cache|MemoryCache|CacheDataset)"), "cache"),
     (re.compile(r"^Prefetch$"), "producer"),
 )
-ASYNC_STAGES = ("producer", "map", "interleave")  # their time may be a wait for a producer
 
 
 def stage_kind(stage: str) -> str:
@@ -69,11 +71,11 @@ def input_stage(pipeline: dict[str, Any]) -> tuple[str, str, float] | None:
     stage, us = max(own.items(), key=lambda kv: kv[1])
     if us / total < DOMINANT_SHARE:
         return None
-    kind = stage_kind(stage)
-    if kind in ASYNC_STAGES and not traced_beneath(stage):
-        kind = "producer"  # nothing traced beneath: it waits for an untraced producer
+    kind = stage_kind(stage)  # a Prefetch ranked here has no traced producer beneath it
     if kind == "producer" and pipeline.get("py_function"):
         kind = "python"
+    if kind == "map" and stage.endswith("MapAndBatch") and pipeline.get("sequential_map"):
+        kind = "map-sequential"
     return kind, stage, us / total
 
 

@@ -6,7 +6,12 @@ The same events come from ``*.trace.json.gz`` files and from ``.xplane.pb`` conv
 ``/host:CPU`` with threads ``python``, ``tf_Compute/…``, ``tf_data_…``, ``collective_ops/…``.
 
 On a CPU-only profile the ``tf_Compute`` threads *are* the device: their busy time is the
-compute, ``CollectiveReduceV2`` the sync and ``IteratorGetNext…`` the input wait.
+compute, ``CollectiveReduceV2`` the sync and ``IteratorGetNext…`` the input wait. On a GPU the
+device's ``Steps`` line is the step, begun where the host began it (``tf_steps.py``); every
+host event is kept as traced host activity, so that untraced time can be said.
+
+One pass here; what names mean is in ``tf_names.py``, the tf.data stages in
+``tf_pipeline.py``, TPU op lines in ``tf_xla.py``, replicas and workers in ``tf_devices.py``.
 
     timelines = read_tf_trace(open_chrome(path), path)  # every name indexed first
 
