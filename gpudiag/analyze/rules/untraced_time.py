@@ -1,14 +1,19 @@
 """``untraced-time``: a large part of the step holds no traced host or device activity.
 
-A step cut from the device's own step line can span seconds in which the profiler recorded
-nothing, neither on the host threads nor on the GPU: Python running between steps,
-callbacks (TensorBoard's writer, checkpoints, a custom ``on_batch_end``), or the profiler
-itself starting or stopping inside the step (TensorBoard's ``profile_batch`` does). The
-shares of such a step are mostly "other"; this finding says how much is untraced and what
-it may be, so that nothing is concluded from the traced sliver alone (the verdict is taken
-on the whole step, where the untraced time counts as unexplained idle: inconclusive when it
+Why it matters: a step cut from the device's own step line can span seconds in which the
+profiler recorded nothing, neither on the host threads nor on the GPU: Python running between
+steps, callbacks (TensorBoard's writer, checkpoints, a custom ``on_batch_end``), or the
+profiler itself starting or stopping inside the step (TensorBoard's ``profile_batch`` does).
+The shares of such a step are mostly "other"; this finding says how much is untraced and what
+it may be, so that nothing is concluded from the traced sliver alone (the verdict is taken on
+the whole step, where the untraced time counts as unexplained idle: inconclusive when it
 dominates). Rules that would explain idle time by what was traced (``kernel-launch-bound``)
 stand down when this one holds.
+
+Example: "5.86 s per step (98.2%) holds no traced host or device activity: Python between
+steps, callbacks (...), or the profiler itself starting or stopping in this step". Fix: none
+estimated (the profile does not show what runs there): the title says where to look, profile
+steady-state steps and time the callbacks.
 
     share = untraced_share(timeline)   # of the profiled steps' time, or None
 """
