@@ -42,12 +42,8 @@ def load_file(path: str) -> list[Timeline]:
 
         if is_gzip(path):
             raise TraceError(path, "gzip holds binary data that is not a trace")
-        from gpudiag.trace.xplane_facts import apply_gpu_facts, gpu_facts
-
         check_xplane_size(path)
-        planes = read_xplane(path)
-        apply_gpu_facts(planes, gpu_facts(path))  # the GPU: plane stats, not events
-        return planes
+        return read_xplane(path)
     if kind == "text":
         from gpudiag.trace.xplane import text_problem
 

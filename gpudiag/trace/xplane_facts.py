@@ -3,15 +3,15 @@
 Each ``/device:GPU:N`` plane of an ``.xplane.pb`` carries the device's capabilities as plane
 stats (TensorFlow's ``tsl/profiler/utils/xplane_schema``): ``compute_cap_major`` /
 ``compute_cap_minor``, ``core_count`` (SMs), ``clock_rate`` (kHz), ``memory_bandwidth``
-(bytes/s) and ``memory_size`` (bytes). The trace viewer drops them, so they are read here
-from the XSpace itself (protobuf's decoder, ``xspace_schema``). Precision and Tensor Core
+(bytes/s) and ``memory_size`` (bytes). The trace-viewer events carry no plane stats, so they
+are read here from the XSpace the reader decoded (``xplane.py``). Precision and Tensor Core
 advice is chosen by the compute capability (``analyze/tensor_cores.py``).
 
 The model is not a stat: it is named from (capability, SM count) where one well-known
 product has that pair, else left out ("compute capability 7.5, 40 SMs" says enough).
 
-    gpu = gpu_facts("host.xplane.pb")   # {"compute_capability": "7.0", "sms": 80, ...} or None
-    apply_gpu_facts(timelines, gpu)      # RunConfig.gpu_model / compute_capability
+    gpu = gpu_facts(space)           # {"compute_capability": "7.0", "sms": 80, ...} or None
+    apply_gpu_facts(timelines, gpu)  # RunConfig.gpu_model / compute_capability
 """
 
 from __future__ import annotations
@@ -81,19 +81,9 @@ def gpu_of(stats: dict[str, Any]) -> dict[str, Any] | None:
     return out
 
 
-def gpu_facts(path: str) -> dict[str, Any] | None:
-    """The first GPU plane's facts (the GPUs of one profile are alike), else None; a file
-    that does not decode gives None (its reader reports the problem)."""
-    from google.protobuf.message import DecodeError
-
-    from gpudiag.trace.xspace_schema import XSpace
-
-    space = XSpace()
-    try:
-        with open(path, "rb") as f:
-            space.ParseFromString(f.read())
-    except (OSError, DecodeError, ValueError):
-        return None
+def gpu_facts(space: Any) -> dict[str, Any] | None:
+    """The first GPU plane's facts (the GPUs of one profile are alike), else None. ``space``
+    is a decoded XSpace (``XSpace``, or ``XSpaceLines`` with its lines left serialized)."""
     for plane in sorted(space.planes, key=lambda p: p.name):
         if GPU_PLANE_RE.match(plane.name):
             facts = gpu_of(plane_stats(plane))
