@@ -92,6 +92,21 @@ def gpu_facts(space: Any) -> dict[str, Any] | None:
     return None
 
 
+def gpu_facts_of_file(path: str) -> dict[str, Any] | None:
+    """``gpu_facts`` of a file decoded for its metadata only (lines left serialized): for
+    readers that do not decode the XSpace themselves (xprof's conversion). None when the
+    file does not decode (its reader reports the problem)."""
+    from gpudiag.trace.xspace_schema import XSpaceLines
+
+    space = XSpaceLines()
+    try:
+        with open(path, "rb") as f:
+            space.ParseFromString(f.read())
+    except Exception:  # OSError, protobuf's DecodeError: the reader says what is wrong
+        return None
+    return gpu_facts(space)
+
+
 def apply_gpu_facts(timelines: list[Timeline], gpu: dict[str, Any] | None) -> None:
     """Keep the GPU in each timeline's RunConfig (what the advice is chosen by) and meta."""
     if not gpu:
