@@ -20,6 +20,7 @@ from __future__ import annotations
 from gpudiag.analyze.diagnosis import Suggestion
 from gpudiag.analyze.evidence import Situation
 from gpudiag.analyze.gain import Gain, capacity, pipelined, removed
+from gpudiag.analyze.input_stage import STAGE_REMEDIES
 
 # Python input whose process keeps less than this many cores busy is waiting, not computing
 # (a GIL-bound producer alone keeps one core busy; measured: see docs/thresholds.md).
@@ -33,6 +34,9 @@ PROCESS_EFFICIENCY = 0.85
 # the op's per-element call overhead (tensor conversion, GIL hand-off with TF's threads):
 # measured here up to 1.15× a worker's plain share (docs/remedies.md).
 PY_FUNCTION_SHED = 1.15
+# A GPU profile does not record the host's cores: the gain then assumes the fewest a GPU
+# training host has (2), and says so; CPU-only runs claim no parallel speed-up unknown.
+ASSUMED_GPU_HOST_CORES = 2
 
 
 def input_work(s: Situation) -> str:
@@ -53,7 +57,9 @@ def input_work(s: Situation) -> str:
 
 
 def _cores(s: Situation) -> int:
-    return s.config.cores or 1  # unknown: claim no parallel speed-up
+    if s.config.cores:
+        return s.config.cores
+    return 1 if s.cpu_device else ASSUMED_GPU_HOST_CORES  # unknown: claim little or none
 
 
 def _headroom(s: Situation, contended: bool = False) -> float | None:
@@ -86,11 +92,12 @@ def _input_gain(s: Situation, n_low: float, n: float, n_high: float, spread: str
     """Producer spread over ``n`` effective workers (``n_low``..``n_high`` for the range);
     ``spread`` says over what, in the user's terms."""
     inp = s.shares["input"]
+    assumed = "" if s.config.cores else " (host cores not in the profile: 2 assumed)"
     g = Gain.of(
         pipelined(inp, n),
         pipelined(inp, n_low),
         pipelined(inp, n_high),
-        f"input wait {inp:.0%} of step time, producer spread over {spread}",
+        f"input wait {inp:.0%} of step time, producer spread over {spread}{assumed}",
     )
     if input_work(s) == "python-waiting":
         return g  # waiting work needs no CPU: the cores do not bound it
@@ -259,6 +266,43 @@ def _unknown_remedy(s: Situation) -> list[Suggestion]:
     ]
 
 
+def _stage_remedy(s: Situation) -> list[Suggestion]:
+    """The remedy for the tf.data stage that holds the input time (a TF profile shows it)."""
+    cfg = s.config
+    kind = cfg.input_stage or ""
+    if kind == "map-sequential" and cfg.sequential_maps == 0:
+        kind = "map"  # the run's own maps are parallel (RunConfig): not this remedy
+    text = STAGE_REMEDIES.get(kind)
+    if text is None:
+        return []
+    title, detail, model = text
+    n = _cores(s)
+    inp = s.shares["input"]
+    if model == "cores":
+        g = _input_gain(s, n, n, n, f"{n} parallel calls")
+    elif model == "processes":
+        g = _input_gain(
+            s,
+            n * PROCESS_EFFICIENCY,
+            n * PROCESS_EFFICIENCY,
+            n,
+            f"{n} worker processes at {PROCESS_EFFICIENCY:.0%} of a core each (pickling, queues)",
+        )
+    else:
+        g = Gain.of(
+            1.0,
+            1.0,
+            removed(inp),
+            f"not estimated: depends on how much of the stage's work goes; removing the "
+            f"whole input wait ({inp:.0%}) would be worth {removed(inp):.2f}×",
+        )
+    detail = detail.replace("{stage}", cfg.input_stage_name or "tf.data").replace(
+        "workers=N", f"workers={max(2, n)}"
+    )
+    finding = "sequential-map" if kind == "map-sequential" else "input-wait"
+    return [g.suggestion(title, detail, _finding(s, finding, "input-wait"))]
+
+
 def _finding(s: Situation, *ids: str) -> str:
     return next((i for i in ids if s.has(i)), ids[-1])
 
@@ -272,6 +316,9 @@ def input_remedies(s: Situation) -> list[Suggestion]:
     if head is not None and head < NO_HEADROOM and kind != "python-waiting":
         return _less_work_remedy(s, head)
     out = _prefetch_remedy(s)
+    stage = _stage_remedy(s)
+    if stage:  # the profile shows where the input time goes: aim there
+        return out + stage
     if kind == "python":
         out += _workers_remedy(s, kind)
     elif kind == "python-waiting":

@@ -18,6 +18,7 @@ from gpudiag.analyze.breakdown import Breakdown
 from gpudiag.analyze.diagnosis import DeviceSummary, Finding, RankSummary
 from gpudiag.analyze.evidence import PYTHON_FED, HostFacts
 from gpudiag.analyze.gaps import Gaps, idle_gaps
+from gpudiag.analyze.input_stage import input_stage
 from gpudiag.analyze.phases import RunView, whole_run
 from gpudiag.analyze.verdict import decide
 from gpudiag.trace.runconfig import RunConfig
@@ -82,6 +83,9 @@ def config_of(tl: Timeline, cpu_count: int | None = None) -> RunConfig:
             cfg.use_multiprocessing = loader_workers != 0
         if loader_workers == 0 and cfg.workers is None:
             cfg.workers = 0
+    stage = input_stage(pipe)  # where a TF profile shows the input time going
+    if stage is not None and cfg.input_stage is None:
+        cfg.input_stage, cfg.input_stage_name = stage[0], stage[1]
     cfg.fill(
         RunConfig(
             framework=meta.framework or None,

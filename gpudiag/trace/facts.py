@@ -58,9 +58,18 @@ COMPILED_MIN_SHARE = 0.20
 # of kernels but still well above 5% of the time; a stray cast kernel is not
 PRECISION_MIN_SHARE = 0.05
 
+# training evidence: backward ops and scopes, optimizer apply ops (TF's ApplyAdam /
+# ResourceApply* ops and their GPU kernels, ApplyAdamKernel), Keras 2's train_function
 TRAINING_RE = re.compile(
     r"Backward|backward|autograd::engine|Optimizer\.|gradient_tape/|gradients/|Grad\b|"
-    r"BackpropFilter|BackpropInput|ResourceApply|transpose\(jvp|optax|AccumulateGrad"
+    r"BackpropFilter|BackpropInput|ResourceApply|transpose\(jvp|optax|AccumulateGrad|"
+    r"(?<![A-Za-z])(?:Sparse)?Apply(?:Adam|AdaMax|Adadelta|Adagrad|Ftrl|GradientDescent|"
+    r"Momentum|KerasMomentum|RMSProp|CenteredRMSProp|ProximalAdagrad|"
+    r"ProximalGradientDescent|AddSign|PowerSign)|(?:^|__inference_)train_function"
+)
+# inference evidence a TF/JAX profile names: Keras predict and SavedModel serving functions
+INFERENCE_RE = re.compile(
+    r"(?:^|__inference_)(?:predict_function|predict_step)|serving_default|^jit_predict"
 )
 # host ops seen before a trace without backward/optimizer events is called inference
 INFERENCE_MIN_HOST_OPS = 50
@@ -154,6 +163,7 @@ class RunFacts:
     layout_us: float = 0.0  # in LAYOUT_TRANSPOSE_RE kernels
     host_ops: int = 0
     training_evidence: str = ""
+    inference_evidence: str = ""  # a name that says the run serves or predicts
     scopes_seen: bool = False  # framework op scopes (tf_op) were present to search
     comm_us: dict[str, float] = field(default_factory=dict)
     h2d_bytes: dict[str, int] = field(default_factory=dict)  # device -> host-to-device bytes
@@ -212,8 +222,8 @@ class RunFacts:
 
     def apply(self, tl: Timeline, inference_by_absence: bool = True) -> None:
         """Write the facts into the timeline. ``inference_by_absence=False`` where the
-        producer may not name backward ops at all (XLA profiles without op scopes): then
-        only positive evidence (training) is recorded."""
+        producer may not name backward ops at all (TF and XLA profiles): then only positive
+        evidence is recorded (training ops, or a predict / serving function)."""
         extra = tl.meta.extra
         if self.kernel_us > 0:
             shares = {k: v / self.kernel_us for k, v in self.precision_us.items()}
@@ -225,6 +235,9 @@ class RunFacts:
         if self.training_evidence:
             extra["workload"] = "training"
             extra["training_evidence"] = self.training_evidence
+        elif self.inference_evidence:
+            extra["workload"] = "inference"
+            extra["inference_evidence"] = self.inference_evidence
         elif inference_by_absence and self.host_ops >= INFERENCE_MIN_HOST_OPS:
             extra["workload"] = "inference"
         config: dict[str, object] = {}

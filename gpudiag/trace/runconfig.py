@@ -24,6 +24,7 @@ class RunConfig:
     framework: str | None = None  # tensorflow | jax | torch | pytorch
     api: str | None = None  # "keras" when a Keras model drove the run (any backend)
     device_type: str | None = None  # GPU | CPU | TPU ...
+    gpu_model: str | None = None  # "Tesla V100" (from the profile's device plane)
     training: bool | None = None  # False: an inference-only trace
     jit_compile: bool | None = None  # XLA compilation of the step
     steps_per_execution: int | None = None
@@ -38,6 +39,9 @@ class RunConfig:
     sequential_maps: int | None = None
     parallel_maps: int | None = None
     cache: bool | None = None
+    # where a TF profile shows the input time going: input_stage.py's kind, and the stage
+    input_stage: str | None = None
+    input_stage_name: str | None = None
     interleave: bool | None = None
     python_ops: bool | None = None  # generator / py_function / numpy_function / PyDataset
     file_source: str | None = None
@@ -77,6 +81,16 @@ class RunConfig:
                     continue
             else:
                 setattr(self, f.name, str(value))
+
+    @property
+    def capability(self) -> tuple[int, int] | None:
+        """The GPU's compute capability as (major, minor) (7.5 -> (7, 5)), None when unknown:
+        comparable with the thresholds of analyze/tensor_cores.py."""
+        cc = self.compute_capability
+        if cc is None or cc <= 0:
+            return None
+        major = int(cc)
+        return major, round((cc - major) * 10)
 
     def fill(self, other: RunConfig) -> None:
         """Take ``other``'s known facts where this one has none."""

@@ -17,6 +17,7 @@ from gpudiag.trace.chrome import ChromeDoc, index_names
 from gpudiag.trace.errors import TraceError
 from gpudiag.trace.tfprof import read_tf_stream, read_tf_trace
 from gpudiag.trace.timeline import Timeline
+from gpudiag.trace.xplane_facts import apply_gpu_facts, gpu_facts
 from gpudiag.trace.xspace_events import MAX_DURATION_PS, XSpaceEvents, open_xspace
 
 REPLACEMENT_CHAR = "\ufffd".encode()
@@ -73,6 +74,7 @@ def read_xplane(path: str) -> list[Timeline]:
         )
     for tl in timelines:
         tl.meta.limitations.extend(notes)
+    apply_gpu_facts(timelines, gpu_facts(events.space))  # the GPU: plane stats, not events
     return timelines
 
 

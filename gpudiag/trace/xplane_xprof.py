@@ -102,16 +102,22 @@ def read_xplane_xprof(path: str) -> list[Timeline]:
     makes them (where an xprof release lacks that stream, through its JSON in a private
     file): the reference the direct reader is compared with."""
     from gpudiag.trace.xplane import read_events
+    from gpudiag.trace.xplane_facts import apply_gpu_facts, gpu_facts_of_file
 
     if _event_stream_available():
-        return read_events(ChromeDoc(events=TraceEvents(_trace(path), path)), path)
-    data = _run_xprof(path, lambda r2t, private: r2t.xspace_to_tool_data([private], TOOL, {})[0])
-    with tempfile.TemporaryDirectory(prefix="gpudiag-xprof-") as tmp:
-        json_path = os.path.join(tmp, "trace.json")
-        with open(json_path, "wb") as f:
-            f.write(data if isinstance(data, bytes) else data.encode("utf-8", "surrogatepass"))
-        del data
-        return read_events(open_chrome(json_path, index=False), path)
+        timelines = read_events(ChromeDoc(events=TraceEvents(_trace(path), path)), path)
+    else:
+        data = _run_xprof(
+            path, lambda r2t, private: r2t.xspace_to_tool_data([private], TOOL, {})[0]
+        )
+        with tempfile.TemporaryDirectory(prefix="gpudiag-xprof-") as tmp:
+            json_path = os.path.join(tmp, "trace.json")
+            with open(json_path, "wb") as f:
+                f.write(data if isinstance(data, bytes) else data.encode("utf-8", "surrogatepass"))
+            del data
+            timelines = read_events(open_chrome(json_path, index=False), path)
+    apply_gpu_facts(timelines, gpu_facts_of_file(path))  # plane stats: not in xprof's events
+    return timelines
 
 
 def _event_stream_available() -> bool:

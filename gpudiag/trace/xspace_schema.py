@@ -102,6 +102,7 @@ _SCHEMA: list[tuple[str, list[tuple[str, int, int, int, str, int | None]]]] = [
             ("lines", 3, BYTES, _REP, "", None),
             ("event_metadata", 4, MESSAGE, _REP, "XPlaneLines.EventMetadataEntry", None),
             ("stat_metadata", 5, MESSAGE, _REP, "XPlaneLines.StatMetadataEntry", None),
+            ("stats", 6, MESSAGE, _REP, "XStat", None),  # the device's: compute capability
         ],
     ),
     # A line's names, its events left as unknown fields (not decoded).

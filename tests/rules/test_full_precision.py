@@ -46,3 +46,32 @@ def test_the_remedy_speaks_the_framework_and_inference_gets_no_training_policy()
     assert "mixed_float16" in keras.detail and "torch.autocast" in torch.detail
     assert serve.title == "Run inference in bfloat16"
     assert keras.expected_gain == pytest.approx(removed(0.4))
+
+
+@pytest.mark.parametrize(
+    ("cc", "says", "never"),
+    [
+        (7.0, "mixed_float16", "mixed_bfloat16"),  # V100: float16 Tensor Cores only
+        (7.5, "mixed_float16", "mixed_bfloat16"),  # T4, RTX 20xx
+        (8.0, "mixed_bfloat16", "float8"),
+        (8.9, "float8", None),
+    ],
+)
+def test_the_precision_follows_the_compute_capability(cc, says, never):
+    f = found(compute_capability=cc, framework="tensorflow")
+    assert f.evidence["compute_capability"] == cc
+    (s,) = rule.advise(f, situation({"compute_capability": cc}, compute=0.8))
+    text = f"{s.title} {s.detail}"
+    assert says in text and f"compute capability {cc:.1f}" in s.basis
+    if never:
+        assert never not in text
+
+
+def test_no_remedy_on_a_gpu_without_tensor_cores():
+    f = found(compute_capability=6.1)
+    assert f is not None and rule.advise(f, situation({"compute_capability": 6.1})) == []
+
+
+def test_unknown_capability_says_which_precision_fits_which_gpu():
+    (s,) = rule.advise(found(), situation(compute=0.8))
+    assert "compute capability 7.x" in s.detail and "not in the profile" in s.basis

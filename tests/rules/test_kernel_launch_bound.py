@@ -54,3 +54,22 @@ def test_withheld_when_the_step_is_already_compiled():
 def test_left_to_inference_trace_on_an_inference_run():
     f = rule.detect(evidence(tiny_kernels(0.4)))
     assert rule.advise(f, situation(findings=("inference-trace",), other=0.4)) == []
+
+
+def test_stands_down_when_the_idle_time_is_untraced():
+    """The host traced nothing in the idle time: it is untraced (``untraced-time``), not
+    time between launches."""
+    from gpudiag.trace.tf_steps import HOST_ACTIVITY
+    from gpudiag.trace.timeline import Intervals
+
+    tl = tiny_kernels(0.6)
+    assert rule.detect(evidence(tl)) is not None
+    tl.meta.extra[HOST_ACTIVITY] = Intervals(
+        [float(tl.steps.start[0])], [float(tl.steps.start[0]) + 1]
+    )
+    assert rule.detect(evidence(tl)) is None
+    # host work traced through the idle time: the launches are the explanation again
+    tl.meta.extra[HOST_ACTIVITY] = Intervals(
+        [float(tl.steps.start.min())], [float(tl.steps.end.max())]
+    )
+    assert rule.detect(evidence(tl)) is not None

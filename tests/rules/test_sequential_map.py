@@ -45,3 +45,10 @@ def test_withheld_when_every_map_is_parallel():
     f = rule.detect(lint(**SEQ))
     done = {**SEQ, "sequential_maps": 0, "parallel_maps": 1}
     assert PARALLEL not in titles(rule.advise(f, situation(done, input=0.5)))
+
+
+def test_not_raised_when_the_profile_shows_another_stage_holding_the_time():
+    other = {**SEQ, "input_stage": "producer", "input_stage_name": "Iterator::Model::Prefetch"}
+    assert rule.detect(evidence(config=other, input_frac=0.6, compute_frac=0.3)) is None
+    here = {**SEQ, "input_stage": "map-sequential", "input_stage_name": "Iterator::Model::Map"}
+    assert rule.detect(evidence(config=here, input_frac=0.6, compute_frac=0.3)) is not None

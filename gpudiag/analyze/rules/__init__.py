@@ -47,6 +47,7 @@ from gpudiag.analyze.rules import (
     small_batch,
     small_model_multi_gpu,
     straggler,
+    untraced_time,
     whole_batch_per_replica,
     xla_off,
 )
@@ -94,6 +95,7 @@ RANK_RULES: tuple[RankRule, ...] = (
     communication_hidden,
     small_model_multi_gpu,
     gpus_held_idle,
+    untraced_time,
     inference_trace,
     kernel_launch_bound,
     allocator_stalls,

@@ -4,9 +4,11 @@ Why it costs time: tensor cores run float16/bfloat16 matmuls and convolutions at
 float32 rate; a float32 run leaves that on the table.
 
 Example: "Compute-bound in float32". Fix (worded per framework, analyze/wording.py): a
-mixed-precision policy, ``torch.autocast``, bfloat16 compute; bfloat16 weights for inference.
-Not raised when the run's precision is already mixed, on TPUs (bfloat16 passes by default) or
-on CPU-only runs.
+mixed-precision policy, ``torch.autocast``, bfloat16 compute; bfloat16 weights for inference,
+in the precision the run's GPU has Tensor Cores for (analyze/tensor_cores.py): float16 on
+compute capability 7.x, bfloat16 from 8.0, none below 7.0 (then no remedy). Not raised when
+the run's precision is already mixed, on TPUs (bfloat16 passes by default) or on CPU-only
+runs.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from __future__ import annotations
 from gpudiag.analyze.diagnosis import Finding, Suggestion
 from gpudiag.analyze.evidence import RankEvidence, Situation, pct
 from gpudiag.analyze.gain import Gain, removed
-from gpudiag.analyze.wording import remedy
+from gpudiag.analyze.tensor_cores import precision_plan
 
 ID = "full-precision"
 COMPUTE_SHARE = 0.6
@@ -28,21 +30,26 @@ def detect(ev: RankEvidence) -> Finding | None:
         return None  # TPUs run float32 matmuls in bfloat16 passes by default
     if cfg.precision not in (None, "float32") or b.shares["compute"] < COMPUTE_SHARE:
         return None
-    return Finding(
-        ID,
-        "info",
-        "Compute-bound in float32",
-        {"compute_share_pct": pct(b.shares["compute"]), "precision": cfg.precision or "unknown"},
-    )
+    evidence: dict[str, object] = {
+        "compute_share_pct": pct(b.shares["compute"]),
+        "precision": cfg.precision or "unknown",
+    }
+    if cfg.compute_capability:
+        evidence["compute_capability"] = cfg.compute_capability
+        if cfg.gpu_model:
+            evidence["gpu"] = cfg.gpu_model
+    return Finding(ID, "info", "Compute-bound in float32", evidence)
 
 
 def advise(f: Finding, s: Situation) -> list[Suggestion]:
+    plan = precision_plan(s.config)
+    if plan is None:
+        return []  # no Tensor Cores on this GPU: reduced precision buys no matmul rate
     c = s.shares["compute"]
     g = Gain.of(
         removed(c / 2),
         1.0,
         removed(c / 2),
-        f"half of compute ({c:.0%}) saved on tensor-core GPUs (not measured here)",
+        f"half of compute ({c:.0%}) saved on Tensor Cores (not measured here); {plan.why}",
     )
-    title, detail = remedy("mixed-precision", s.config) or ("Use mixed precision", "")
-    return [g.suggestion(title, detail, ID)]
+    return [g.suggestion(plan.title, plan.detail, ID)]

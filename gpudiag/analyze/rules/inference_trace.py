@@ -1,4 +1,7 @@
-"""``inference-trace``: the profile holds no backward pass and no optimizer step.
+"""``inference-trace``: the run was read as inference: a PyTorch trace without backward or
+optimizer events among many host ops, or a TF or JAX profile that says so (a predict or
+serving function: ``trace/facts.py``); older TF versions name no backward op at all, so its
+absence there proves nothing.
 
 Why it matters: said plainly, so that no gradient or training-batch advice follows. When the
 device idles between tiny kernels it names the usual cause: eager, host/launch-bound decoding
@@ -44,6 +47,9 @@ def detect(ev: RankEvidence) -> Finding | None:
         "optimizer_steps": 0,
         "cuda_graph_launches": graphs,
     }
+    said_by = tl.meta.extra.get("inference_evidence")
+    if said_by:
+        evidence["inference_function"] = str(said_by)
     median = _median_kernel_us(ev)
     idle = b.shares["other"] if b is not None else None
     if idle is None or median is None:

@@ -17,6 +17,7 @@ from gpudiag.analyze import thresholds as T
 from gpudiag.analyze.diagnosis import Finding, Suggestion
 from gpudiag.analyze.evidence import RankEvidence, Situation, pct
 from gpudiag.analyze.gain import Gain, batch_scaled
+from gpudiag.analyze.rules.untraced_time import UNTRACED_SHARE, untraced_share
 from gpudiag.analyze.wording import remedy
 from gpudiag.trace.timeline import Kind
 
@@ -37,6 +38,8 @@ def detect(ev: RankEvidence) -> Finding | None:
     median = float(np.median(np.concatenate(durations)))
     if median >= T.LAUNCH_MEDIAN_KERNEL_US:
         return None
+    if (untraced_share(tl) or 0.0) >= UNTRACED_SHARE:
+        return None  # the idle time is untraced, not between launches (untraced-time)
     idle = ev.shares["other"]
     kernels = sum(tl.kernel_counts.values()) / max(1, len(tl.devices)) / max(1, len(tl.steps))
     return Finding(

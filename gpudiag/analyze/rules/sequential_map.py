@@ -6,7 +6,9 @@ outside the GIL, so a parallel map spreads over the cores.
 
 Example: "1 tf.data map(s) run sequentially (no num_parallel_calls)". Fix (through
 analyze/input_plan.py, once input wait is moderate): ``ds.map(fn,
-num_parallel_calls=tf.data.AUTOTUNE)``; not offered when every map is already parallel.
+num_parallel_calls=tf.data.AUTOTUNE)``; not offered when every map is already parallel. Not
+raised where the profile shows another stage holding the input time (analyze/input_stage.py):
+that stage's remedy is the one.
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ def detect(ev: RankEvidence) -> Finding | None:
     cfg = ev.config
     if not cfg.sequential_maps:
         return None
+    if cfg.input_stage is not None and cfg.input_stage != "map-sequential":
+        return None  # the input time goes elsewhere: that stage's remedy is the one
     share = ev.input_share
     evidence: dict[str, object] = {
         "sequential_maps": cfg.sequential_maps,
