@@ -1,7 +1,8 @@
 """gpudiag: why is my (multi-GPU) Keras training slow, and what do I change?
 
-    from gpudiag import DiagnoseCallback
-    model.fit(ds, epochs=3, callbacks=[DiagnoseCallback()])
+    import gpudiag
+    model.fit(ds, epochs=3, callbacks=[gpudiag.DiagnoseCallback()])
+    gpudiag.analyze_traces("trace.json.gz")    # the Diagnosis `gpudiag analyze` prints
 
 Heavy imports (TensorFlow, Keras, xprof) happen only inside the functions that need them.
 """
@@ -20,9 +21,18 @@ if "IPython" in sys.modules:  # a notebook or IPython shell: a Diagnosis shows a
 
 if TYPE_CHECKING:
     from gpudiag.analyze.diagnosis import Diagnosis
+    from gpudiag.api import InputError, analyze_traces, compare_runs
     from gpudiag.callback import DiagnoseCallback
 
-__all__ = ["DiagnoseCallback", "Diagnosis", "__version__"]
+__all__ = [
+    "DiagnoseCallback",
+    "Diagnosis",
+    "InputError",
+    "__version__",
+    "analyze_traces",
+    "compare_runs",
+]
+API = ("analyze_traces", "compare_runs", "InputError")
 
 
 def __getattr__(name: str) -> Any:
@@ -35,4 +45,8 @@ def __getattr__(name: str) -> Any:
         from gpudiag.analyze.diagnosis import Diagnosis
 
         return Diagnosis
+    if name in API:
+        from gpudiag import api
+
+        return getattr(api, name)
     raise AttributeError(name)

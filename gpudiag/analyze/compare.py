@@ -21,7 +21,7 @@ from typing import Any
 
 from gpudiag.analyze.attribution import config_changes, remedy_status
 from gpudiag.analyze.breakdown import CATEGORIES
-from gpudiag.analyze.diagnosis import Diagnosis, strict_json
+from gpudiag.analyze.diagnosis import SCHEMA_VERSION, Diagnosis, strict_json
 from gpudiag.analyze.step_ratio import StepRatio, epoch_medians, step_ratio
 
 # Below this many steps on a side the interval is wide and the report says so (a few dozen
@@ -118,6 +118,7 @@ class Comparison:
         """Exactly what ``gpudiag compare --json`` prints (strict JSON)."""
         return strict_json(
             {
+                "schema": SCHEMA_VERSION,  # gpudiag/data/comparison.schema.json
                 "base": asdict(self.base),
                 "new": asdict(self.new),
                 "step_time_ratio": self.step_time_ratio,

@@ -4,6 +4,7 @@
     gpudiag compare BASE NEW [--json] [--fail-on-regression PCT]
     gpudiag live [--interval 1] [--once] [--follow TRACE]
     gpudiag demo
+    gpudiag mcp          (an MCP server on stdio: gpudiag/mcp_server.py)
 
 Exit codes: 0 ok; 2 unreadable or invalid input (one line on stderr, never a traceback);
 3 when ``--fail-on`` matches the verdict or NEW is more than ``--fail-on-regression`` percent
@@ -21,11 +22,17 @@ import sys
 from collections.abc import Sequence
 
 from gpudiag.cli.analyze import EXIT_OK, cmd_analyze, cmd_compare
-from gpudiag.cli.live import cmd_demo, cmd_live
+from gpudiag.cli.live import cmd_demo, cmd_live, cmd_mcp
 from gpudiag.cli.parser import build_parser
 
 EXIT_INTERRUPTED = 130
-COMMANDS = {"analyze": cmd_analyze, "compare": cmd_compare, "live": cmd_live, "demo": cmd_demo}
+COMMANDS = {
+    "analyze": cmd_analyze,
+    "compare": cmd_compare,
+    "live": cmd_live,
+    "demo": cmd_demo,
+    "mcp": cmd_mcp,
+}
 
 
 def _tolerant_streams() -> None:

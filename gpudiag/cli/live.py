@@ -1,5 +1,5 @@
-"""``gpudiag live`` (a terminal monitor, optionally following a trace being written) and
-``gpudiag demo``."""
+"""``gpudiag live`` (a terminal monitor, optionally following a trace being written),
+``gpudiag demo`` and ``gpudiag mcp``."""
 
 from __future__ import annotations
 
@@ -61,3 +61,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from gpudiag.demo import run_demo
 
     return run_demo(quick=args.quick, out_dir=args.out)
+
+
+def cmd_mcp(args: argparse.Namespace) -> int:
+    from gpudiag.mcp_server import serve
+
+    return serve()

@@ -206,4 +206,9 @@ def build_parser() -> argparse.ArgumentParser:
     d = sub.add_parser("demo", help="train a small Keras model starved, then fixed, and compare")
     d.add_argument("--quick", action="store_true", help="fewer steps (for tests)")
     d.add_argument("--out", default=None, metavar="DIR", help="where to write the two traces")
+    sub.add_parser(
+        "mcp",
+        help="serve analyze, compare and remedies to an MCP client over stdio "
+        "(needs gpudiag[mcp]; docs/mcp.md)",
+    )
     return p
