@@ -16,6 +16,7 @@ stragglers. ``diagnose`` only calls the analyzers by name, in the order the repo
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from gpudiag.analyze import rules
@@ -36,13 +37,19 @@ from gpudiag.analyze.step_times import step_stats
 from gpudiag.analyze.timing_verdict import timing_verdict
 from gpudiag.analyze.verdict import Doubts, Verdict, judge
 from gpudiag.trace.runconfig import RunConfig
-from gpudiag.trace.timeline import Timeline
+from gpudiag.trace.timeline import RecordedFinding, Timeline
 
 __all__ = ["Diagnosis", "diagnose"]
 
 
-def diagnose(timelines: list[Timeline], cpu_count: int | None = None) -> Diagnosis:
-    """Diagnose one run from one or more Timelines (ranks)."""
+def diagnose(
+    timelines: list[Timeline],
+    cpu_count: int | None = None,
+    prefit: Sequence[Finding] | None = None,
+) -> Diagnosis:
+    """Diagnose one run from one or more Timelines (ranks). ``prefit``: the findings the
+    recorder of the first timeline judged before its first step (analyze/prefit.py), handed
+    over instead of read back from the trace."""
     if not timelines:
         return Diagnosis("inconclusive", 0.0, "no timelines to analyze", merge_breakdowns([]))
     ranks = read_ranks(timelines, cpu_count)
@@ -50,7 +57,9 @@ def diagnose(timelines: list[Timeline], cpu_count: int | None = None) -> Diagnos
     parts = [r.breakdown for r in ranks]
     summaries = rank_summaries(ranks)
     # findings: each rank's, merged; then those judged over all ranks
-    findings = merge_findings([_findings_of(r) for r in ranks], labels)
+    findings = merge_findings(
+        [_findings_of(r, prefit if i == 0 else None) for i, r in enumerate(ranks)], labels
+    )
     findings += rules.detect_run(RunEvidence(labels, parts, rank_waits(ranks, summaries)))
     shares = merge_breakdowns(parts)
     steps = step_stats(timelines, parts)
@@ -84,21 +93,29 @@ def diagnose(timelines: list[Timeline], cpu_count: int | None = None) -> Diagnos
     )
 
 
-def _findings_of(r: RankView) -> list[Finding]:
+def _findings_of(r: RankView, prefit: Sequence[Finding] | None = None) -> list[Finding]:
     b = r.breakdown
-    return _rank_findings(r.timeline, b if b.steps_analyzed else None, r.gaps, r.config, r.host)
+    return _rank_findings(
+        r.timeline, b if b.steps_analyzed else None, r.gaps, r.config, r.host, prefit
+    )
 
 
 def _rank_findings(
-    tl: Timeline, b: Breakdown | None, gaps: list[Gaps], cfg: RunConfig, host: HostFacts
+    tl: Timeline,
+    b: Breakdown | None,
+    gaps: list[Gaps],
+    cfg: RunConfig,
+    host: HostFacts,
+    prefit: Sequence[Finding] | None = None,
 ) -> list[Finding]:
     found = rules.detect(RankEvidence(tl, b, gaps, cfg, host))
     if not cfg.to_dict() or not tl.meta.config.to_dict():
-        # a trace without a recorded configuration: keep the lints its recorder made
+        # no recorded configuration: keep the lints its recorder made (handed in, or read back)
         ids = {f.id for f in found}
+        made: Sequence[Finding | RecordedFinding] = tl.findings if prefit is None else prefit
         found += [
             Finding(f.id, f.severity, f.title, dict(f.evidence), "lint")
-            for f in tl.findings
+            for f in made
             if f.id not in ids
         ]
     return found

@@ -224,6 +224,22 @@ def _model_config(model: Any) -> dict[str, Any]:
     return out
 
 
+def model_facts(model: Any) -> tuple[int | None, bool]:
+    """The model's parameter count (None: unknown) and whether it has BatchNormalization."""
+    if model is None:
+        return None, False
+    params: int | None = None
+    has_bn = False
+    with contextlib.suppress(Exception):
+        params = int(model.count_params())
+    with contextlib.suppress(Exception):
+        has_bn = any(
+            "BatchNormalization" in type(layer).__name__
+            for layer in model._flatten_layers(include_self=False)
+        )
+    return params, has_bn
+
+
 def run_config(
     facts: InputFacts,
     model: Any = None,

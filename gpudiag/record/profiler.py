@@ -1,12 +1,9 @@
 """A short profiler window over a few training steps, with explicit step markers.
 
-TensorFlow: ``tf.profiler.experimental`` plus a ``Trace("train", step_num=n, _r=1)`` around each
-step (Keras 3 emits no step markers; without them xprof cannot attribute time to steps).
-JAX: ``jax.profiler`` with ``StepTraceAnnotation`` (same XSpace format). Both are decoded by
-``trace/xplane.py`` (xprof's trace-viewer events, made without xprof: the markers come out as
-xprof names them, "train N") into a Timeline, then moved onto the callback's wall clock using
-the step markers.
-Torch: ``torch.profiler`` writes Kineto JSON, read by the Kineto reader.
+The window opens and closes at given steps and marks each step; how a backend profiles,
+marks and decodes is its adapter's business (``record/backends/``: TensorFlow and JAX write
+XSpace, torch Kineto JSON). The decoded Timeline is moved onto the callback's wall clock by
+matching the step markers to the callback's own step times.
 
     win = ProfilerWindow(backend="tensorflow", first_step=5, steps=5)
     win.on_step_begin(n); ...; win.on_step_end(n, begin_us, end_us)
@@ -16,8 +13,6 @@ Torch: ``torch.profiler`` writes Kineto JSON, read by the Kineto reader.
 from __future__ import annotations
 
 import contextlib
-import glob
-import os
 import shutil
 import tempfile
 import time
@@ -25,11 +20,10 @@ from typing import Any
 
 import numpy as np
 
+from gpudiag.record.backends import ProfilerSession, RecordBackend, for_name
 from gpudiag.trace.errors import TraceError
 from gpudiag.trace.quiet import quiet_stderr
 from gpudiag.trace.timeline import Intervals, Timeline
-
-STEP_MARKER = "train"
 
 
 class WindowSchedule:
@@ -89,9 +83,13 @@ class ProfilerWindow:
     """Profiles steps ``[first_step, first_step + steps)`` of the first epoch it sees."""
 
     def __init__(
-        self, backend: str, first_step: int = 5, steps: int = 5, keep_dir: str | None = None
+        self,
+        backend: str | RecordBackend,
+        first_step: int = 5,
+        steps: int = 5,
+        keep_dir: str | None = None,
     ) -> None:
-        self.backend = backend
+        self.backend = for_name(backend) if isinstance(backend, str) else backend
         self.keep_dir = keep_dir  # copy the raw profile here (for TensorBoard / xprof)
         self.first_step = max(0, first_step)
         self.last_step = self.first_step + max(1, steps) - 1
@@ -103,7 +101,7 @@ class ProfilerWindow:
         self.stop_cost_s = 0.0
         self.decode_cost_s = 0.0  # in a background thread, not on the training thread
         self._marker: Any = None
-        self._torch_prof: Any = None
+        self._session: ProfilerSession | None = None
         # our wall-clock begin/end of each profiled step, to align the profiler's clock
         self.step_times: dict[int, tuple[float, float]] = {}
 
@@ -124,10 +122,12 @@ class ProfilerWindow:
         if step >= self.last_step:
             self.stop()
 
-    # ---- backend plumbing ----------------------------------------------------------------
+    # ---- profiler session ----------------------------------------------------------------
     def _start(self) -> None:
         t0 = time.perf_counter()
-        other = user_profiler_running(self.backend)
+        other = ""
+        with contextlib.suppress(Exception):
+            other = self.backend.user_profiler_running()
         if other:
             self.problem = (
                 f"profiler window at step {self.first_step} skipped: {other} "
@@ -137,27 +137,10 @@ class ProfilerWindow:
         try:
             self.logdir = tempfile.mkdtemp(prefix="gpudiag-profile-")
             with quiet_stderr():
-                if self.backend == "tensorflow":
-                    import tensorflow as tf
-
-                    tf.profiler.experimental.start(self.logdir)
-                elif self.backend == "jax":
-                    import jax
-
-                    jax.profiler.start_trace(self.logdir)
-                elif self.backend == "torch":
-                    import torch.profiler as tp
-
-                    acts = [tp.ProfilerActivity.CPU]
-                    import torch
-
-                    if torch.cuda.is_available():
-                        acts.append(tp.ProfilerActivity.CUDA)
-                    self._torch_prof = tp.profile(activities=acts)
-                    self._torch_prof.__enter__()
-                else:
-                    self.problem = f"no profiler for the {self.backend!r} backend"
-                    return
+                self._session = self.backend.start_profiler(self.logdir)
+            if self._session is None:
+                self.problem = f"no profiler for the {self.backend.name!r} backend"
+                return
             self.active = True
         except Exception as e:  # another profiler running, missing module, ...
             self.problem = f"profiler window could not start ({type(e).__name__}: {e})"
@@ -166,22 +149,9 @@ class ProfilerWindow:
 
     def _enter_marker(self, step: int) -> None:
         try:
-            if self.backend == "tensorflow":
-                import tensorflow as tf
-
-                self._marker = tf.profiler.experimental.Trace(STEP_MARKER, step_num=step, _r=1)
-            elif self.backend == "jax":
-                import jax
-
-                self._marker = jax.profiler.StepTraceAnnotation(STEP_MARKER, step_num=step)
-            elif self.backend == "torch":
-                import torch
-
-                # the name Kineto readers (ours, HTA, TensorBoard) take for a step
-                self._marker = torch.profiler.record_function(f"ProfilerStep#{step}")
-            else:
-                return
-            self._marker.__enter__()
+            self._marker = self.backend.step_marker(step)
+            if self._marker is not None:
+                self._marker.__enter__()
         except Exception:
             self._marker = None
 
@@ -201,19 +171,8 @@ class ProfilerWindow:
         t0 = time.perf_counter()
         try:
             with quiet_stderr():
-                if self.backend == "tensorflow":
-                    import tensorflow as tf
-
-                    tf.profiler.experimental.stop()
-                elif self.backend == "jax":
-                    import jax
-
-                    jax.profiler.stop_trace()
-                elif self._torch_prof is not None:
-                    self._torch_prof.__exit__(None, None, None)
-                    self._torch_prof.export_chrome_trace(
-                        os.path.join(self.logdir, "torch.pt.trace.json")
-                    )
+                if self._session is not None:
+                    self._session.stop()
         except Exception as e:
             self.problem = f"profiler window could not stop ({type(e).__name__}: {e})"
         finally:
@@ -255,22 +214,10 @@ class ProfilerWindow:
             self.logdir = ""
 
     def _decode(self) -> Timeline | None:
-        if self.backend == "torch":
-            files = glob.glob(os.path.join(self.logdir, "*.json"))
-            if not files:
-                self.problem = "torch profiler wrote no trace"
-                return None
-            from gpudiag.trace.load import load_file
-
-            return load_file(files[0])[0]
-        files = sorted(glob.glob(os.path.join(self.logdir, "**", "*.xplane.pb"), recursive=True))
-        if not files:
-            self.problem = "profiler wrote no .xplane.pb"
-            return None
-        from gpudiag.trace.xplane import read_xplane
-
-        timelines = read_xplane(files[-1])
-        return timelines[0] if len(timelines) == 1 else _combine(timelines)
+        tl, problem = self.backend.decode(self.logdir)
+        if tl is None:
+            self.problem = problem
+        return tl
 
     def _clock_shift(self, tl: Timeline) -> float | None:
         """Offset (µs) from the profiler's clock to ours, from matching step markers (Kineto
@@ -283,26 +230,6 @@ class ProfilerWindow:
         return float(np.median(diffs)) if diffs else None
 
 
-def user_profiler_running(backend: str) -> str:
-    """A sentence naming a profiler session the program itself runs now ("" if none): a
-    second session cannot start, and stopping it would cut the user's profile short."""
-    try:
-        if backend == "tensorflow":
-            import sys
-
-            mod = sys.modules.get("tensorflow.python.profiler.profiler_v2")
-            if mod is not None and getattr(mod, "_profiler", None) is not None:
-                return "a tf.profiler session of the program's own is running"
-        elif backend == "torch":
-            import torch.autograd.profiler as ap
-
-            if ap._is_profiler_enabled:
-                return "a torch.profiler session of the program's own is running"
-    except Exception:
-        return ""
-    return ""
-
-
 def shifted(tl: Timeline, shift_us: float) -> Timeline:
     """The same timeline with every timestamp moved by ``shift_us``."""
     tl.steps.start = tl.steps.start + shift_us
@@ -311,18 +238,3 @@ def shifted(tl: Timeline, shift_us: float) -> Timeline:
         tl.activity[key] = Intervals(iv.starts + shift_us, iv.ends + shift_us)
     tl.input_wait = Intervals(tl.input_wait.starts + shift_us, tl.input_wait.ends + shift_us)
     return tl
-
-
-def _combine(timelines: list[Timeline]) -> Timeline:
-    """A single process profile split per device by the reader: one timeline again."""
-    out = Timeline(meta=timelines[0].meta)
-    for tl in timelines:
-        for (device, kind), iv in tl.activity.items():
-            out.add_activity(device, kind, iv.starts, iv.ends)
-        out.add_steps(tl.steps.index, tl.steps.start, tl.steps.end)
-        out.kernel_counts.update(tl.kernel_counts)
-        out.pipeline.update(tl.pipeline)
-    first = timelines[0]
-    out.input_wait = first.input_wait
-    out.input_wait_names = dict(first.input_wait_names)
-    return out.freeze()

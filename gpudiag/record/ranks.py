@@ -22,9 +22,11 @@ import hashlib
 import json
 import os
 import socket
-import sys
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from gpudiag.record.backends import RecordBackend
 
 # job ids that launchers give every worker of one job
 LAUNCHER_JOB_VARS = (
@@ -56,7 +58,7 @@ def _ordered_tasks(cluster: dict[str, list[str]]) -> list[tuple[str, int]]:
     return [(job, i) for job in ("chief", "worker") for i in range(len(cluster.get(job, [])))]
 
 
-def _from_tf_cluster(
+def from_tf_cluster(
     cluster: dict[str, Any], task_type: str | None, task_id: int | None, source: str
 ) -> RankInfo | None:
     cluster = {
@@ -72,65 +74,6 @@ def _from_tf_cluster(
             cluster=cluster,
             source=source,
         )
-    return None
-
-
-def _tensorflow(model: Any) -> RankInfo | None:
-    strategy = getattr(model, "distribute_strategy", None)
-    resolver = getattr(strategy, "cluster_resolver", None)
-    if resolver is not None:
-        with contextlib.suppress(Exception):
-            info = _from_tf_cluster(
-                resolver.cluster_spec().as_dict(),
-                resolver.task_type,
-                resolver.task_id,
-                "TensorFlow cluster resolver",
-            )
-            if info is not None:
-                return info
-    with contextlib.suppress(ValueError, TypeError, AttributeError):
-        config = json.loads(os.environ.get("TF_CONFIG") or "{}")
-        task = config.get("task") or {}
-        return _from_tf_cluster(
-            config.get("cluster") or {}, task.get("type"), task.get("index"), "TF_CONFIG"
-        )
-    return None
-
-
-def _jax() -> RankInfo | None:
-    jax = sys.modules.get("jax")
-    if jax is None:
-        return None
-    with contextlib.suppress(Exception):
-        if jax.process_count() > 1:
-            coordinator = os.environ.get("JAX_COORDINATOR_ADDRESS", "")
-            with contextlib.suppress(Exception):
-                from jax._src import distributed
-
-                coordinator = distributed.global_state.coordinator_address or coordinator
-            return RankInfo(
-                rank=int(jax.process_index()),
-                world_size=int(jax.process_count()),
-                cluster={"coordinator": [coordinator]} if coordinator else None,
-                source="jax.process_index",
-            )
-    return None
-
-
-def _torch() -> RankInfo | None:
-    torch = sys.modules.get("torch")
-    if torch is None:
-        return None
-    with contextlib.suppress(Exception):
-        dist = torch.distributed
-        if dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1:
-            master = f"{os.environ.get('MASTER_ADDR', '')}:{os.environ.get('MASTER_PORT', '')}"
-            return RankInfo(
-                rank=int(dist.get_rank()),
-                world_size=int(dist.get_world_size()),
-                cluster={"master": [master]} if master != ":" else None,
-                source="torch.distributed",
-            )
     return None
 
 
@@ -162,16 +105,14 @@ def run_id_for(info: RankInfo) -> str:
     return "mw-" + hashlib.sha1(text.encode()).hexdigest()[:12]
 
 
-def discover(model: Any, backend: str) -> RankInfo:
-    """This process's place in the run; a single process when nothing says otherwise."""
-    info: RankInfo | None = None
-    if backend == "tensorflow":
-        info = _tensorflow(model)
-    elif backend == "jax":
-        info = _jax()
-    elif backend == "torch":
-        info = _torch()
-    info = info or _env() or RankInfo()
+def discover(model: Any, backend: str | RecordBackend) -> RankInfo:
+    """This process's place in the run: what the backend's distribution layer says
+    (``record/backends/``), else the launcher's variables, else a single process."""
+    if isinstance(backend, str):
+        from gpudiag.record.backends import for_name
+
+        backend = for_name(backend)
+    info = backend.rank_info(model) or _env() or RankInfo()
     info.run_id = run_id_for(info)
     return info
 

@@ -1,0 +1,89 @@
+"""What differs per Keras backend while recording, chosen once when training begins.
+
+One small adapter per backend (``tensorflow.py``, ``jax.py``, ``torch.py``) answers the same
+questions: how to start and stop its profiler, how to mark a step so the profile can be
+matched to the callback's steps, how to decode what the profiler wrote, which replicas train
+the model, and which worker of which run this process is. Any other backend (numpy,
+openvino) gets the base class: no profiler window, one replica, ranks from the launcher's
+variables only.
+
+    backend = for_name(keras.backend.backend())
+    replicas, devices = backend.replicas(model)
+    info = backend.rank_info(model)
+    session = backend.start_profiler(logdir)      # None: this backend has no profiler
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+from gpudiag.record.ranks import RankInfo
+from gpudiag.trace.timeline import Timeline
+
+STEP_MARKER = "train"
+
+
+class ProfilerSession:
+    """A running profiler; ``stop`` ends it and leaves its files in the log dir."""
+
+    def stop(self) -> None:
+        raise NotImplementedError
+
+
+class RecordBackend:
+    """The defaults: what every backend can do through Keras alone."""
+
+    name = ""
+
+    def start_profiler(self, logdir: str) -> ProfilerSession | None:
+        """Start this backend's profiler writing under ``logdir``; None when it has none."""
+        return None
+
+    def step_marker(self, step: int) -> Any:
+        """A context manager that marks one training step in the profile (None: no marker)."""
+        return None
+
+    def decode(self, logdir: str) -> tuple[Timeline | None, str | None]:
+        """What the profiler wrote, as one Timeline on the profiler's clock, or a problem."""
+        return None, f"no profiler for the {self.name!r} backend"
+
+    def user_profiler_running(self) -> str:
+        """A sentence naming a profiler session the program itself runs now ("" if none): a
+        second session cannot start, and stopping it would cut the user's profile short."""
+        return ""
+
+    def replicas(self, model: Any) -> tuple[int, list[str]]:
+        """Replica count and devices from Keras's distribution (JAX's data parallelism)."""
+        with contextlib.suppress(Exception):
+            import keras
+
+            dist = keras.distribution.distribution()
+            if dist is not None:
+                devices = list(dist.device_mesh.devices.flatten())
+                return len(devices), [str(d) for d in devices]
+        return 1, []
+
+    def rank_info(self, model: Any) -> RankInfo | None:
+        """This process's rank from the backend's own distribution layer (None: unknown)."""
+        return None
+
+    def profile_off_reason(self, multi_worker: bool) -> str | None:
+        """Why the profiler window is off by default on this run (None: it is on)."""
+        return None
+
+
+def for_name(name: str) -> RecordBackend:
+    """The adapter of a Keras backend name (``keras.backend.backend()``)."""
+    from gpudiag.record.backends.jax import JaxBackend
+    from gpudiag.record.backends.tensorflow import TensorFlowBackend
+    from gpudiag.record.backends.torch import TorchBackend
+
+    table: dict[str, type[RecordBackend]] = {
+        "tensorflow": TensorFlowBackend,
+        "jax": JaxBackend,
+        "torch": TorchBackend,
+    }
+    backend = table.get(name, RecordBackend)()
+    backend.name = name
+    return backend

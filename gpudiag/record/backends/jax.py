@@ -1,0 +1,56 @@
+"""JAX: ``jax.profiler`` windows with ``StepTraceAnnotation`` markers (the same XSpace
+format as TensorFlow's), ranks from ``jax.process_index``/``process_count``."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from typing import Any
+
+from gpudiag.record.backends import STEP_MARKER, ProfilerSession, RecordBackend
+from gpudiag.record.backends.xspace import decode_xspace
+from gpudiag.record.ranks import RankInfo
+from gpudiag.trace.timeline import Timeline
+
+
+class _JaxSession(ProfilerSession):
+    def stop(self) -> None:
+        import jax
+
+        jax.profiler.stop_trace()
+
+
+class JaxBackend(RecordBackend):
+    def start_profiler(self, logdir: str) -> ProfilerSession:
+        import jax
+
+        jax.profiler.start_trace(logdir)
+        return _JaxSession()
+
+    def step_marker(self, step: int) -> Any:
+        import jax
+
+        return jax.profiler.StepTraceAnnotation(STEP_MARKER, step_num=step)
+
+    def decode(self, logdir: str) -> tuple[Timeline | None, str | None]:
+        return decode_xspace(logdir)
+
+    def rank_info(self, model: Any) -> RankInfo | None:
+        jax = sys.modules.get("jax")
+        if jax is None:
+            return None
+        with contextlib.suppress(Exception):
+            if jax.process_count() > 1:
+                coordinator = os.environ.get("JAX_COORDINATOR_ADDRESS", "")
+                with contextlib.suppress(Exception):
+                    from jax._src import distributed
+
+                    coordinator = distributed.global_state.coordinator_address or coordinator
+                return RankInfo(
+                    rank=int(jax.process_index()),
+                    world_size=int(jax.process_count()),
+                    cluster={"coordinator": [coordinator]} if coordinator else None,
+                    source="jax.process_index",
+                )
+        return None

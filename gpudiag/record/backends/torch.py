@@ -1,0 +1,73 @@
+"""torch: ``torch.profiler`` windows (Kineto JSON, read by the Kineto reader) with
+``ProfilerStep#N`` markers, ranks from ``torch.distributed``."""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import os
+import sys
+from typing import Any
+
+from gpudiag.record.backends import ProfilerSession, RecordBackend
+from gpudiag.record.ranks import RankInfo
+from gpudiag.trace.timeline import Timeline
+
+
+class _TorchSession(ProfilerSession):
+    def __init__(self, logdir: str) -> None:
+        import torch
+        import torch.profiler as tp
+
+        acts = [tp.ProfilerActivity.CPU]
+        if torch.cuda.is_available():
+            acts.append(tp.ProfilerActivity.CUDA)
+        self.logdir = logdir
+        self.prof = tp.profile(activities=acts)
+        self.prof.__enter__()
+
+    def stop(self) -> None:
+        self.prof.__exit__(None, None, None)
+        self.prof.export_chrome_trace(os.path.join(self.logdir, "torch.pt.trace.json"))
+
+
+class TorchBackend(RecordBackend):
+    def start_profiler(self, logdir: str) -> ProfilerSession:
+        return _TorchSession(logdir)
+
+    def step_marker(self, step: int) -> Any:
+        import torch
+
+        # the name Kineto readers (ours, HTA, TensorBoard) take for a step
+        return torch.profiler.record_function(f"ProfilerStep#{step}")
+
+    def decode(self, logdir: str) -> tuple[Timeline | None, str | None]:
+        files = glob.glob(os.path.join(logdir, "*.json"))
+        if not files:
+            return None, "torch profiler wrote no trace"
+        from gpudiag.trace.load import load_file
+
+        return load_file(files[0])[0], None
+
+    def user_profiler_running(self) -> str:
+        import torch.autograd.profiler as ap
+
+        if ap._is_profiler_enabled:
+            return "a torch.profiler session of the program's own is running"
+        return ""
+
+    def rank_info(self, model: Any) -> RankInfo | None:
+        torch = sys.modules.get("torch")
+        if torch is None:
+            return None
+        with contextlib.suppress(Exception):
+            dist = torch.distributed
+            if dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1:
+                master = f"{os.environ.get('MASTER_ADDR', '')}:{os.environ.get('MASTER_PORT', '')}"
+                return RankInfo(
+                    rank=int(dist.get_rank()),
+                    world_size=int(dist.get_world_size()),
+                    cluster={"master": [master]} if master != ":" else None,
+                    source="torch.distributed",
+                )
+        return None

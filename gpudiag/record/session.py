@@ -1,0 +1,244 @@
+"""One ``fit``'s recording: the trace writer, the samplers, the profiler windows and their
+decode thread, and the step clock, driven by the callback's hooks.
+
+The callback builds a session when training begins and hands it each hook; the session does
+the work and, at the end, closes the trace and returns what was recorded. It knows nothing
+of Keras callbacks, of the diagnosis or of printing (``record/`` imports nothing from
+``show/``), so it can be driven by any training loop:
+
+    session = RecordingSession(writer, samplers, backend, schedule=WindowSchedule(5, 5))
+    session.start()
+    for step in ...:
+        session.batch_begin(step)
+        ...                               # the training step
+        session.batch_end(step)
+    summary = session.finish()            # a Timeline: the same as reading the file back
+
+Per step the session only reads the clock, appends to the writer's buffer and, inside a
+profiler window, enters or leaves a step marker: nothing that waits for the device.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from gpudiag.record.backends import RecordBackend
+from gpudiag.record.decode import GIL_BURST_S, WindowDecoder
+from gpudiag.record.profiler import ProfilerWindow, WindowSchedule
+from gpudiag.record.ranks import CallTimer
+from gpudiag.record.samplers import SamplerSet
+from gpudiag.record.writer import TraceWriter
+from gpudiag.trace.timeline import Timeline
+
+DEFAULT_WARMUP_STEPS = 5
+
+
+def now_us() -> float:
+    return time.time() * 1e6
+
+
+class RecordingSession:
+    """Records one fit into ``writer``.
+
+    Args:
+        writer: the streamed trace (its header already written).
+        samplers: NVML, host and GIL samplers writing counters into ``writer``.
+        backend: the Keras backend's adapter (profiler, step markers).
+        schedule: when profiler windows open; None: no windows.
+        profile_steps: steps per window.
+        profile_dir: keep each window's raw profile there.
+        calls: times the train-function call of each step (see ``ranks.CallTimer``).
+        in_epoch_start: the step of an epoch where later windows open.
+    """
+
+    def __init__(
+        self,
+        writer: TraceWriter,
+        samplers: SamplerSet,
+        backend: RecordBackend,
+        schedule: WindowSchedule | None = None,
+        profile_steps: int = 5,
+        profile_dir: str | None = None,
+        calls: CallTimer | None = None,
+        in_epoch_start: int = DEFAULT_WARMUP_STEPS,
+    ) -> None:
+        self.writer = writer
+        self.samplers = samplers
+        self.backend = backend
+        self.schedule = schedule
+        self.profile_steps = profile_steps
+        self.profile_dir = profile_dir
+        self.calls = calls
+        self.in_epoch_start = in_epoch_start
+        self.window: ProfilerWindow | None = None  # the open window
+        self.windows: list[ProfilerWindow] = []  # every window of this fit
+        self.windows_taken: list[int] = []  # first step of each window
+        self.decoder = WindowDecoder(writer, gil=samplers.gil, on_cost=self._add_cost)
+        self.step = 0  # steps recorded so far (global over epochs)
+        self._epoch = 0
+        self._epoch_step = 0
+        self._epoch_begin_us = 0.0
+        self._test_begin_us = 0.0
+        self._begin_us = 0.0
+        self._batch_begin = 0
+        self._t0 = time.monotonic()
+
+    def _add_cost(self, seconds: float) -> None:
+        if self.schedule is not None:
+            self.schedule.cost_s += seconds
+
+    # ---- steps ---------------------------------------------------------------------------
+    def batch_begin(self, batch: int) -> None:
+        self._begin_us = now_us()
+        self._batch_begin = batch
+        if self.step == 1:  # the first step traced and compiled: probe the GIL from here on
+            self.gil_burst()
+        sch = self.schedule
+        if (
+            sch is not None
+            and self.window is None
+            and sch.due(
+                self.step,
+                self._epoch,
+                self._epoch_step,
+                self.in_epoch_start,
+                time.monotonic(),
+                self._t0,
+            )
+        ):
+            self._open_window()
+        w = self.window
+        if w is not None:
+            w.on_step_begin(self.step)
+            if w.problem:  # could not start (a profiler of the user's own is running, ...)
+                self.window = None
+                self.writer.detail(False)
+                self.writer.update_meta(limitations=[w.problem])
+
+    def batch_end(self, batch: int) -> None:
+        end = now_us()
+        step = self.step
+        self.step += 1
+        self._epoch_step += 1
+        w = self.window
+        in_window = w is not None and w.active
+        call = self.calls.take() if self.calls is not None else None
+        self.writer.step(
+            step,
+            self._begin_us,
+            end,
+            profiled=in_window,
+            call=call,
+            batches=max(1, batch - self._batch_begin + 1),
+        )
+        if w is not None and w.active:
+            w.on_step_end(step, self._begin_us, end)
+            if w.done:
+                self.window = None
+                self.writer.detail(False)
+                self.decoder.submit(w)
+
+    def _open_window(self) -> None:
+        assert self.schedule is not None
+        self.schedule.open(self.step, self._epoch, time.monotonic())
+        w = ProfilerWindow(
+            self.backend,
+            first_step=self.step,
+            steps=self.profile_steps,
+            keep_dir=self.profile_dir,
+        )
+        self.writer.detail(True)  # full resolution while the window is open
+        self.window = w
+        self.windows.append(w)
+        self.windows_taken.append(self.step)
+        self.gil_burst()
+
+    def gil_burst(self) -> None:
+        gil = self.samplers.gil
+        if gil is not None:
+            gil.request_burst(GIL_BURST_S)
+
+    # ---- epochs and evaluation -----------------------------------------------------------
+    def epoch_begin(self, epoch: int) -> None:
+        self._epoch = epoch
+        self._epoch_step = 0
+        self._epoch_begin_us = now_us()
+
+    def epoch_end(self, epoch: int) -> None:
+        self.writer.span("epoch", self._epoch_begin_us, now_us(), epoch=epoch)
+
+    def test_begin(self) -> None:
+        self._test_begin_us = now_us()
+
+    def test_end(self) -> None:
+        if self._test_begin_us:
+            self.writer.span("evaluation", self._test_begin_us, now_us())
+
+    # ---- the end -------------------------------------------------------------------------
+    def finish(self, abnormal: bool) -> Timeline:
+        """Stop recording, close the trace, and return its summary (what reading the file
+        back gives, at a cost that does not grow with the run's length)."""
+        gil = self.samplers.gil
+        if gil is not None:  # training is over: so is what the GIL probe measures
+            gil.end_burst()
+        window = self.window
+        if window is not None and window.active:
+            window.stop()
+            if not abnormal:
+                self.decoder.submit(window)
+        self.window = None
+        self.decoder.close()
+        writer = self.writer
+        if self.schedule is not None and not self.windows:
+            writer.update_meta(
+                limitations=[
+                    f"the run had {self.step} steps, fewer than the profiler window start "
+                    f"({self.schedule.first_step})"
+                ]
+            )
+        self.samplers.stop_all()
+        errs = self.samplers.errors
+        if errs:
+            writer.update_meta(
+                limitations=[
+                    f"{self.samplers.error_count} sampler errors (first: {errs[0]}): "
+                    "those signals have gaps"
+                ]
+            )
+        if abnormal:
+            writer.update_meta(
+                limitations=["training stopped early (exception or interrupt): partial run"]
+            )
+        writer.close()
+        return writer.summary(writer.path)
+
+    def overhead(self) -> dict[str, float]:
+        """What the profiler windows cost: seconds on the training thread and decoding."""
+        out = {
+            key: sum(getattr(w, attr) for w in self.windows)
+            for key, attr in (
+                ("profile_start_s", "start_cost_s"),
+                ("profile_stop_s", "stop_cost_s"),
+                ("profile_decode_s", "decode_cost_s"),
+            )
+        }
+        out["profile_windows"] = float(len(self.windows))
+        return out
+
+    def teardown(self) -> None:
+        """Release everything (idempotent; safe from any exit path)."""
+        if self.calls is not None:
+            self.calls.restore()
+        if self.window is not None:
+            self.window.stop()
+        for w in self.windows:
+            w.cleanup()
+        self.samplers.stop_all()
+
+
+def first_window_step(steps_per_epoch: Any) -> int:
+    """The first profiled step: after warm-up, or a third of a short epoch."""
+    if isinstance(steps_per_epoch, int) and 0 < steps_per_epoch < 3 * DEFAULT_WARMUP_STEPS:
+        return max(1, steps_per_epoch // 3)
+    return DEFAULT_WARMUP_STEPS
