@@ -66,6 +66,13 @@ def visible_gpu_indices() -> list[int] | None:
     return [int(p) for p in parts]
 
 
+def _steps_per_execution(model: Any) -> int:
+    try:
+        return max(1, int(getattr(model, "steps_per_execution", 1) or 1))
+    except (TypeError, ValueError):
+        return 1
+
+
 class DiagnoseCallback(keras.callbacks.Callback):
     """Record a Keras run and print a diagnosis when it ends.
 
@@ -180,10 +187,6 @@ class DiagnoseCallback(keras.callbacks.Callback):
         if self._session is not None:
             self._session.batch_begin(batch)
 
-    def on_train_batch_end(self, batch: int, logs: dict[str, Any] | None = None) -> None:
-        if self._session is not None:
-            self._session.batch_end(batch)
-
     def on_epoch_begin(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
         if self._session is not None:
             self._session.epoch_begin(epoch)
@@ -257,6 +260,8 @@ class DiagnoseCallback(keras.callbacks.Callback):
                 if isinstance(steps, int) and steps >= 4 * self.profile_steps
                 else DEFAULT_WARMUP_STEPS
             ),
+            steps_per_epoch=steps if isinstance(steps, int) else None,
+            steps_per_execution=_steps_per_execution(self.model),
         )
         session.decoder.facts = self._window_facts
         self.windows_taken = session.windows_taken

@@ -9,10 +9,9 @@ of Keras callbacks, of the diagnosis or of printing (``record/`` imports nothing
     session = RecordingSession(writer, samplers, backend, schedule=WindowSchedule(5, 5))
     session.start()
     for step in ...:
-        session.batch_begin(step)
+        session.batch_begin(step)         # closes the previous step, opens this one
         ...                               # the training step
-        session.batch_end(step)
-    summary = session.finish()            # a Timeline: the same as reading the file back
+    summary = session.finish(abnormal=False)   # the same as reading the file back
 
 Per step the session only reads the clock, appends to the writer's buffer and, inside a
 profiler window, enters or leaves a step marker: nothing that waits for the device.
@@ -50,6 +49,8 @@ class RecordingSession:
         profile_dir: keep each window's raw profile there.
         calls: times the train-function call of each step (see ``ranks.CallTimer``).
         in_epoch_start: the step of an epoch where later windows open.
+        steps_per_epoch: Keras's steps per epoch when known.
+        steps_per_execution: the batches Keras runs per train-function call.
     """
 
     def __init__(
@@ -62,6 +63,8 @@ class RecordingSession:
         profile_dir: str | None = None,
         calls: CallTimer | None = None,
         in_epoch_start: int = DEFAULT_WARMUP_STEPS,
+        steps_per_epoch: int | None = None,
+        steps_per_execution: int = 1,
     ) -> None:
         self.writer = writer
         self.samplers = samplers
@@ -71,6 +74,8 @@ class RecordingSession:
         self.profile_dir = profile_dir
         self.calls = calls
         self.in_epoch_start = in_epoch_start
+        self.steps_per_epoch = steps_per_epoch
+        self.steps_per_execution = max(1, steps_per_execution)
         self.window: ProfilerWindow | None = None  # the open window
         self.windows: list[ProfilerWindow] = []  # every window of this fit
         self.windows_taken: list[int] = []  # first step of each window
@@ -82,6 +87,7 @@ class RecordingSession:
         self._test_begin_us = 0.0
         self._begin_us = 0.0
         self._batch_begin = 0
+        self._pending = False  # a step has begun and is not recorded yet
         self._t0 = time.monotonic()
 
     def _add_cost(self, seconds: float) -> None:
@@ -89,9 +95,17 @@ class RecordingSession:
             self.schedule.cost_s += seconds
 
     # ---- steps ---------------------------------------------------------------------------
+    # A step is closed when the next one begins (or the epoch, an evaluation or the run
+    # ends), never from a batch-end hook: a callback that overrides on_train_batch_end
+    # makes Keras turn its logs into Python numbers on the training thread every batch,
+    # which waits for the device each step (keras CallbackList._configure_async_dispatch).
     def batch_begin(self, batch: int) -> None:
-        self._begin_us = now_us()
+        """Keras's ``on_train_batch_begin(batch)``: closes the previous step, opens this one."""
+        now = now_us()
+        self.close_step(now, next_batch=batch)
+        self._begin_us = now
         self._batch_begin = batch
+        self._pending = True
         if self.step == 1:  # the first step traced and compiled: probe the GIL from here on
             self.gil_burst()
         sch = self.schedule
@@ -116,8 +130,20 @@ class RecordingSession:
                 self.writer.detail(False)
                 self.writer.update_meta(limitations=[w.problem])
 
-    def batch_end(self, batch: int) -> None:
-        end = now_us()
+    def close_step(self, end_us: float, next_batch: int | None = None) -> None:
+        """Record the open step as ending at ``end_us``. Its batches (``steps_per_execution``)
+        are the distance to the next step's first batch, or at an epoch's end what is left
+        of the epoch."""
+        if not self._pending:
+            return
+        self._pending = False
+        first = self._batch_begin
+        if next_batch is not None and next_batch > first:
+            batches = next_batch - first
+        elif self.steps_per_epoch:
+            batches = min(self.steps_per_execution, self.steps_per_epoch - first)
+        else:
+            batches = self.steps_per_execution
         step = self.step
         self.step += 1
         self._epoch_step += 1
@@ -125,15 +151,10 @@ class RecordingSession:
         in_window = w is not None and w.active
         call = self.calls.take() if self.calls is not None else None
         self.writer.step(
-            step,
-            self._begin_us,
-            end,
-            profiled=in_window,
-            call=call,
-            batches=max(1, batch - self._batch_begin + 1),
+            step, self._begin_us, end_us, profiled=in_window, call=call, batches=max(1, batches)
         )
         if w is not None and w.active:
-            w.on_step_end(step, self._begin_us, end)
+            w.on_step_end(step, self._begin_us, end_us)
             if w.done:
                 self.window = None
                 self.writer.detail(False)
@@ -166,10 +187,13 @@ class RecordingSession:
         self._epoch_begin_us = now_us()
 
     def epoch_end(self, epoch: int) -> None:
-        self.writer.span("epoch", self._epoch_begin_us, now_us(), epoch=epoch)
+        now = now_us()
+        self.close_step(now)
+        self.writer.span("epoch", self._epoch_begin_us, now, epoch=epoch)
 
     def test_begin(self) -> None:
         self._test_begin_us = now_us()
+        self.close_step(self._test_begin_us)  # validation inside fit: the step is over
 
     def test_end(self) -> None:
         if self._test_begin_us:
@@ -179,6 +203,10 @@ class RecordingSession:
     def finish(self, abnormal: bool) -> Timeline:
         """Stop recording, close the trace, and return its summary (what reading the file
         back gives, at a cost that does not grow with the run's length)."""
+        if not abnormal:
+            self.close_step(now_us())
+        elif self.calls is not None and self.calls.last is not None:
+            self.close_step(self.calls.last[1])  # its train-function call had returned
         gil = self.samplers.gil
         if gil is not None:  # training is over: so is what the GIL probe measures
             gil.end_burst()
