@@ -36,66 +36,24 @@ asks at each profiler window); each finished burst is one ``GilWindow`` from ``t
 
 from __future__ import annotations
 
-import contextlib
 import subprocess
 import sys
 import threading
 import time
 import weakref
-from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-__all__ = ["GilProbe", "GilWindow"]
+from gpudiag.record.gil_threads import (
+    REFERENCE_CODE,
+    Shared,
+    burst_loop,
+    probe_loop,
+    reader_loop,
+    shutdown,
+)
 
-# The reference heartbeat: same loop as the probe thread, lateness sent in batches (one line
-# per `chunk` seconds: "monotonic_ts:lateness_ms ...") so the parent does little work. It
-# ignores SIGINT (Ctrl-C in the terminal must not print its traceback) and exits when the pipe
-# breaks or its parent changes.
-# With a third argument "burst" it runs only when asked: it blocks reading a duration (s)
-# from stdin, runs the loop that long, and blocks again (no CPU between bursts).
-_REFERENCE_CODE = r"""
-import os, signal, sys, time
-try:
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-except Exception:
-    pass
-iv = float(sys.argv[1]); chunk = float(sys.argv[2]); ppid = os.getppid()
-bursts = len(sys.argv) > 3 and sys.argv[3] == "burst"
-out = sys.stdout; buf = []
-pc = time.perf_counter; mono = time.monotonic; sleep = time.sleep
-def send():
-    global buf
-    if os.getppid() != ppid:
-        raise SystemExit
-    try:
-        out.write(" ".join(buf) + "\n"); out.flush()
-    except (OSError, ValueError):
-        raise SystemExit
-    buf = []
-while True:
-    if bursts:
-        line = sys.stdin.readline()
-        if not line:
-            break
-        try:
-            until = mono() + float(line)
-        except ValueError:
-            continue
-    else:
-        until = float("inf")
-    last = mono()
-    while True:
-        t0 = pc(); sleep(iv); late = (pc() - t0 - iv) * 1e3
-        now = mono()
-        buf.append("%.4f:%.3f" % (now, late))
-        if now >= until:
-            send()
-            break
-        if now - last >= chunk:
-            send()
-            last = now
-"""
+__all__ = ["GilProbe", "GilWindow"]
 
 
 @dataclass(frozen=True)
@@ -130,125 +88,6 @@ def _quantile(sorted_vals: Sequence[float], q: float) -> float | None:
     return sorted_vals[lo] + (sorted_vals[hi] - sorted_vals[lo]) * (pos - lo)
 
 
-class _Shared:
-    """State shared by the probe thread, the reader thread and the finalizer — deliberately
-    not the GilProbe itself, so that the probe can be garbage-collected while they run."""
-
-    def __init__(self, maxlen: int) -> None:
-        self.lock = threading.Lock()
-        self.stop = threading.Event()
-        self.local: deque[tuple[float, float]] = deque(maxlen=maxlen)
-        self.ref: deque[tuple[float, float]] = deque(maxlen=maxlen)
-        self.proc: subprocess.Popen[bytes] | None = None
-        self.threads: list[threading.Thread] = []
-        # bursts: a request wakes the probe thread; finished bursts wait for take()
-        self.wake = threading.Event()
-        self.idle = threading.Event()  # set while no burst runs
-        self.idle.set()
-        self.burst_until = 0.0
-        self.done: deque[tuple[float, float, float]] = deque(maxlen=1000)  # (t0, t1, wall_us)
-
-
-def _probe_loop(shared: _Shared, interval: float) -> None:
-    pc, mono, sleep = time.perf_counter, time.monotonic, time.sleep
-    local, lock, stop = shared.local, shared.lock, shared.stop
-    while not stop.is_set():
-        t0 = pc()
-        sleep(interval)
-        late = (pc() - t0 - interval) * 1e3
-        with lock:
-            local.append((mono(), late))
-
-
-def _burst_loop(shared: _Shared, interval: float, burst_s: float, period_s: float) -> None:
-    """Sleep until a burst is due (every ``period_s``, or on request), probe for ``burst_s``
-    (longer if a request extends it), record the burst, wait again."""
-    pc, mono, sleep = time.perf_counter, time.monotonic, time.sleep
-    local, lock, stop = shared.local, shared.lock, shared.stop
-    next_due = mono() + period_s
-    while not stop.is_set():
-        shared.wake.wait(max(0.0, next_due - mono()))
-        shared.wake.clear()
-        if stop.is_set():
-            break
-        start = mono()
-        shared.idle.clear()
-        with lock:
-            shared.burst_until = max(shared.burst_until, start + burst_s)
-            until = shared.burst_until
-        _tell_reference(shared, until - start)
-        while not stop.is_set():
-            t0 = pc()
-            sleep(interval)
-            late = (pc() - t0 - interval) * 1e3
-            now = mono()
-            with lock:
-                local.append((now, late))
-                if now >= shared.burst_until:
-                    break
-        end = mono()
-        with lock:
-            shared.done.append((start, end, time.time() * 1e6))
-            shared.burst_until = 0.0
-        shared.idle.set()
-        next_due = start + period_s
-
-
-def _tell_reference(shared: _Shared, seconds: float) -> None:
-    proc = shared.proc
-    if proc is None or proc.stdin is None:
-        return
-    with contextlib.suppress(OSError, ValueError):
-        proc.stdin.write(b"%.3f\n" % seconds)
-        proc.stdin.flush()
-
-
-def _reader_loop(shared: _Shared, proc: subprocess.Popen[bytes]) -> None:
-    stream = proc.stdout
-    if stream is None:
-        return
-    try:
-        for raw in stream:
-            pairs = []
-            for item in raw.split():
-                ts, _, late = item.partition(b":")
-                try:
-                    pairs.append((float(ts), float(late)))
-                except ValueError:
-                    continue
-            with shared.lock:
-                shared.ref.extend(pairs)
-    except (OSError, ValueError):
-        pass  # pipe closed under us by stop()
-
-
-def _shutdown(shared: _Shared, timeout: float = 2.0) -> None:
-    """End the reference subprocess and the threads. Safe to call more than once."""
-    shared.stop.set()
-    shared.wake.set()  # a burst-mode probe waiting for its next burst
-    proc, shared.proc = shared.proc, None
-    if proc is not None:
-        try:
-            if proc.poll() is None:
-                proc.terminate()
-                try:
-                    proc.wait(timeout=timeout)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait(timeout=timeout)
-        except Exception:
-            pass
-        finally:
-            for pipe in (proc.stdin, proc.stdout):
-                if pipe is not None:
-                    with contextlib.suppress(Exception):
-                        pipe.close()
-    current = threading.current_thread()
-    for t in shared.threads:
-        if t is not current and t.is_alive():
-            t.join(timeout)
-
-
 class GilProbe:
     """In-process lateness probe plus out-of-process reference heartbeat.
 
@@ -277,7 +116,7 @@ class GilProbe:
         self.period_s = period_s
         self._reference_reason: str | None = None if reference else "reference heartbeat disabled"
         self._maxlen = max(100, int(keep_s / interval_s))
-        self._shared: _Shared | None = None
+        self._shared: Shared | None = None
         self._finalizer: weakref.finalize | None = None
 
     # ---- lifetime --------------------------------------------------------------------------
@@ -285,14 +124,14 @@ class GilProbe:
         """Start the probe thread and the reference subprocess (no-op if running)."""
         if self._shared is not None and not self._shared.stop.is_set():
             return self
-        shared = _Shared(self._maxlen)
+        shared = Shared(self._maxlen)
         self._shared = shared
         # runs on stop(), when the probe is collected, and at interpreter exit
-        self._finalizer = weakref.finalize(self, _shutdown, shared)
+        self._finalizer = weakref.finalize(self, shutdown, shared)
         if self.burst_s is None:
-            target, args = _probe_loop, (shared, self.interval_s)
+            target, args = probe_loop, (shared, self.interval_s)
         else:
-            target = _burst_loop  # type: ignore[assignment]
+            target = burst_loop  # type: ignore[assignment]
             args = (shared, self.interval_s, self.burst_s, self.period_s)  # type: ignore[assignment]
         probe = threading.Thread(target=target, args=args, name="gpudiag-gil-probe", daemon=True)
         shared.threads.append(probe)
@@ -301,7 +140,7 @@ class GilProbe:
             self._start_reference(shared)
         return self
 
-    def _start_reference(self, shared: _Shared) -> None:
+    def _start_reference(self, shared: Shared) -> None:
         try:
             proc = subprocess.Popen(
                 [
@@ -309,7 +148,7 @@ class GilProbe:
                     "-I",
                     "-S",
                     "-c",
-                    _REFERENCE_CODE,
+                    REFERENCE_CODE,
                     repr(self.interval_s),
                     repr(self.chunk_s),
                     *(["burst"] if self.burst_s is not None else []),
@@ -324,7 +163,7 @@ class GilProbe:
             return
         shared.proc = proc
         reader = threading.Thread(
-            target=_reader_loop, args=(shared, proc), name="gpudiag-gil-reference", daemon=True
+            target=reader_loop, args=(shared, proc), name="gpudiag-gil-reference", daemon=True
         )
         shared.threads.append(reader)
         reader.start()
@@ -395,7 +234,7 @@ class GilProbe:
                 self.end_burst()
                 time.sleep(self.chunk_s + 0.05)  # the reference's last chunk for this burst
         if self._finalizer is not None:
-            self._finalizer()  # runs _shutdown at most once
+            self._finalizer()  # runs shutdown at most once
 
     close = stop
 

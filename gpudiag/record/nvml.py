@@ -27,9 +27,18 @@ import contextlib
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
+
+from gpudiag.record.gpu_snapshot import (
+    INIT_FAILURES,
+    GpuProcess,
+    GpuSnapshot,
+    is_error,
+    nvml_error_name,
+    nvml_error_text,
+    text,
+)
 
 __all__ = ["GpuProcess", "GpuSnapshot", "NvmlSession", "nvml_error_name"]
 
@@ -48,68 +57,6 @@ _VALUE_FIELDS = {
 _EPOCH_TOLERANCE_US = 24 * 3600 * 1e6
 
 _MIB = 1024 * 1024
-
-
-@dataclass(frozen=True)
-class GpuProcess:
-    """A process holding a context on a GPU. ``used_mib`` is None where NVML cannot tell."""
-
-    pid: int
-    name: str
-    used_mib: float | None
-
-
-@dataclass
-class GpuSnapshot:
-    """One read of one GPU. ``util_samples`` are the driver samples new since the last read."""
-
-    index: int
-    name: str
-    ts_us: float  # wall clock of this read, µs
-    util: float | None = None  # latest utilisation, %
-    util_samples: list[tuple[float, float]] = field(default_factory=list)  # (wall µs, %)
-    mem_used_mib: float | None = None
-    mem_total_mib: float | None = None
-    pcie_rx_mbs: float | None = None
-    pcie_tx_mbs: float | None = None
-    power_w: float | None = None
-    power_limit_w: float | None = None
-    clock_sm_mhz: float | None = None
-    temperature_c: float | None = None
-    processes: list[GpuProcess] | None = None
-    errors: list[str] = field(default_factory=list)  # "pcie_rx: GPU is lost", ...
-
-    @property
-    def source(self) -> str:
-        """Counter source name used in traces: "GPU 0", "GPU 1", ..."""
-        return f"GPU {self.index}"
-
-
-def nvml_error_name(lib: Any, err: BaseException) -> str:
-    """``NVML_ERROR_LIBRARY_NOT_FOUND``-style name of an NVML error (or its class name)."""
-    value = getattr(err, "value", None)
-    if value is not None:
-        for attr in dir(lib):
-            if attr.startswith("NVML_ERROR_") and getattr(lib, attr, None) == value:
-                return attr
-    return type(err).__name__
-
-
-def _nvml_error_text(lib: Any, err: BaseException) -> str:
-    name = nvml_error_name(lib, err)
-    try:
-        msg = str(err)
-    except Exception:  # pynvml's __str__ itself calls into the library
-        msg = ""
-    return f"{name}: {msg}" if msg and msg != name else name
-
-
-_INIT_FAILURES = {
-    "NVML_ERROR_LIBRARY_NOT_FOUND": "NVML could not load the driver library",
-    "NVML_ERROR_DRIVER_NOT_LOADED": "the NVIDIA kernel driver is not loaded",
-    "NVML_ERROR_NO_PERMISSION": "NVML was denied access to the GPUs",
-    "NVML_ERROR_FUNCTION_NOT_FOUND": "the NVIDIA driver is too old for these NVML bindings",
-}
 
 
 class NvmlSession:
@@ -172,19 +119,19 @@ class NvmlSession:
         try:
             lib.nvmlInit()
         except Exception as exc:
-            what = _INIT_FAILURES.get(nvml_error_name(lib, exc), "NVML failed to initialise")
-            self.reason = f"No NVIDIA GPU visible: {what} ({_nvml_error_text(lib, exc)})"
+            what = INIT_FAILURES.get(nvml_error_name(lib, exc), "NVML failed to initialise")
+            self.reason = f"No NVIDIA GPU visible: {what} ({nvml_error_text(lib, exc)})"
             return
         self._initialised = True
         try:
-            self.driver_version = _text(lib.nvmlSystemGetDriverVersion())
+            self.driver_version = text(lib.nvmlSystemGetDriverVersion())
         except Exception:
             self.driver_version = None
         try:
             count = int(lib.nvmlDeviceGetCount())
         except Exception as exc:
             self.reason = (
-                f"No NVIDIA GPU visible: NVML could not count GPUs ({_nvml_error_text(lib, exc)})"
+                f"No NVIDIA GPU visible: NVML could not count GPUs ({nvml_error_text(lib, exc)})"
             )
             self.close()
             return
@@ -194,7 +141,7 @@ class NvmlSession:
             try:
                 handle = lib.nvmlDeviceGetHandleByIndex(i)
             except Exception as exc:
-                failures.append(f"GPU {i}: {_nvml_error_text(lib, exc)}")
+                failures.append(f"GPU {i}: {nvml_error_text(lib, exc)}")
                 continue
             self.indices.append(i)
             self._handles.append(handle)
@@ -202,7 +149,7 @@ class NvmlSession:
             self._last_util.append(None)
             self._unsupported.append(set())
             try:
-                self.names.append(_text(lib.nvmlDeviceGetName(handle)))
+                self.names.append(text(lib.nvmlDeviceGetName(handle)))
             except Exception:
                 self.names.append(f"GPU {i}")
             try:
@@ -263,10 +210,10 @@ class NvmlSession:
             try:
                 return fn()
             except Exception as exc:
-                if _is(lib, exc, "NVML_ERROR_NOT_SUPPORTED"):
+                if is_error(lib, exc, "NVML_ERROR_NOT_SUPPORTED"):
                     self._unsupported[pos].add(name)
                 else:
-                    snap.errors.append(f"{name}: {_nvml_error_text(lib, exc)}")
+                    snap.errors.append(f"{name}: {nvml_error_text(lib, exc)}")
                 return None
 
         self._read_util(pos, snap, get)
@@ -303,14 +250,14 @@ class NvmlSession:
                     h, lib.NVML_GPU_UTILIZATION_SAMPLES, self._last_ts[pos]
                 )
             except Exception as exc:
-                if _is(lib, exc, "NVML_ERROR_NOT_FOUND"):
+                if is_error(lib, exc, "NVML_ERROR_NOT_FOUND"):
                     samples = []  # no new sample since last_ts: normal between driver ticks
                     vtype = 1
-                elif _is(lib, exc, "NVML_ERROR_NOT_SUPPORTED"):
+                elif is_error(lib, exc, "NVML_ERROR_NOT_SUPPORTED"):
                     self._unsupported[pos].add("util_samples")
                     samples = None
                 else:
-                    snap.errors.append(f"util_samples: {_nvml_error_text(lib, exc)}")
+                    snap.errors.append(f"util_samples: {nvml_error_text(lib, exc)}")
                     samples = None
             if samples is not None:
                 attr = _VALUE_FIELDS.get(int(vtype), "uiVal")
@@ -375,7 +322,7 @@ class NvmlSession:
             name = psutil.Process(pid).name()
         except Exception:  # other pid namespace, gone, or denied
             try:
-                name = _text(self.lib.nvmlSystemGetProcessName(pid)).rsplit("/", 1)[-1]
+                name = text(self.lib.nvmlSystemGetProcessName(pid)).rsplit("/", 1)[-1]
             except Exception:
                 name = "?"
         self._names_by_pid[pid] = name
@@ -398,12 +345,3 @@ class NvmlSession:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _is(lib: Any, err: BaseException, const: str) -> bool:
-    code = getattr(lib, const, None)
-    return code is not None and getattr(err, "value", None) == code
-
-
-def _text(value: Any) -> str:
-    return value.decode(errors="replace") if isinstance(value, bytes) else str(value)

@@ -28,7 +28,6 @@ directory that vanishes mid-run keeps taking writes: the open file lives until c
 from __future__ import annotations
 
 import contextlib
-import errno
 import json
 import os
 import threading
@@ -36,66 +35,34 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-import numpy as np
-
+from gpudiag.record.claim import claim_path
+from gpudiag.record.trace_events import HOST_NAMES, header_event, step_group_event
+from gpudiag.record.window_events import window_events
 from gpudiag.trace.gpudiag_format import (
-    CAT_DEVICE,
     CAT_FINDING,
-    CAT_INPUT,
     CAT_PIPELINE,
     CAT_SPAN,
     CAT_STEP,
-    CAT_STEP_GROUP,
     CAT_WINDOW,
     DEVICE_PID_BASE,
-    FORMAT_NAME,
-    FORMAT_VERSION,
     HOST_PID,
-    META_EVENT,
     META_UPDATE,
     TimelineBuilder,
 )
-from gpudiag.trace.timeline import Intervals, Kind, Metadata, RecordedFinding, Timeline, union_of
+from gpudiag.trace.timeline import Metadata, RecordedFinding, Timeline
+
+__all__ = ["TraceWriter", "claim_path"]
 
 FULL_STEPS = 2000  # steps written one by one at the start of a run (warm-up, short runs)
 GROUP_S = 1.0  # elsewhere, one aggregate event per second of steps
 AGG_S = 10.0  # counters outside windows and the first steps: one mean per 10 s
 SPARSE_COUNTERS = ("gil_",)  # one sample per GIL burst: never aggregated
-# a window's events per device and kind; past it, the first half stay individual kernels
-# (their sizes feed the launch-bound finding) and the rest are written as merged busy runs
-# with their kernel count (5 steps x 2000 kernels x 8 GPUs would add ~11 MB per window)
-MAX_WINDOW_EVENTS = 5_000
-BRIDGE_US = 100.0
 
 WRITE_CHUNK = 1 << 16  # pending bytes that trigger a write even before flush_every
 
 
 def _dumps(ev: dict[str, Any]) -> str:
     return json.dumps(ev, separators=(",", ":"), default=str, allow_nan=False)
-
-
-def claim_path(template: str, rank: int | None = None) -> str:
-    """An absolute path for a new trace, created empty so no other run can take it.
-
-    ``{rank}`` in ``template`` becomes the rank (0 when unknown). Relative paths resolve
-    against the current directory now, when the run starts. An existing file is never
-    overwritten: ``run.json`` becomes ``run-2.json``, ``run-3.json``, ... (exclusive create,
-    so two runs started in the same second by two processes get two files).
-    """
-    path = os.path.abspath(template.replace("{rank}", str(rank if rank is not None else 0)))
-    root, ext = os.path.splitext(path)
-    if root.endswith(".gpudiag"):  # keep double extensions together: x-2.gpudiag.json
-        root, ext = root[: -len(".gpudiag")], ".gpudiag" + ext
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    for n in range(1, 10_000):
-        candidate = path if n == 1 else f"{root}-{n}{ext}"
-        try:
-            fd = os.open(candidate, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-        except FileExistsError:
-            continue
-        os.close(fd)
-        return candidate
-    raise FileExistsError(errno.EEXIST, "no free trace name", path)
 
 
 class TraceWriter:
@@ -132,40 +99,11 @@ class TraceWriter:
             self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         except OSError as e:
             self._fail(e)
-        header = {k: v for k, v in meta.__dict__.items() if k != "source"}
-        header["config"] = meta.config.to_dict()
-        line = _dumps(
-            {
-                "ph": "M",
-                "name": META_EVENT,
-                "pid": 0,
-                "tid": 0,
-                "args": {"format": FORMAT_NAME, "version": FORMAT_VERSION, **header},
-            }
-        )
+        line = _dumps(header_event(meta))
         self._header = json.loads(line)["args"]
         self._write_line(line)
-        self._write(
-            {
-                "ph": "M",
-                "name": "process_name",
-                "pid": HOST_PID,
-                "tid": 0,
-                "args": {"name": "host (gpudiag)"},
-            }
-        )
-        self._write(
-            {"ph": "M", "name": "thread_name", "pid": HOST_PID, "tid": 1, "args": {"name": "steps"}}
-        )
-        self._write(
-            {
-                "ph": "M",
-                "name": "thread_name",
-                "pid": HOST_PID,
-                "tid": 2,
-                "args": {"name": "input wait"},
-            }
-        )
+        for ev in HOST_NAMES:
+            self._write(ev)
         self.flush()
 
     # ---- low level -------------------------------------------------------------------------
@@ -319,28 +257,7 @@ class TraceWriter:
         group, self._group = self._group, []
         if not group:
             return
-        per = sorted((e - s) / b for s, e, b in group)
-        n = len(per)
-        self._write(
-            {
-                "ph": "X",
-                "cat": CAT_STEP_GROUP,
-                "name": f"{n} steps",
-                "pid": HOST_PID,
-                "tid": 1,
-                "ts": round(group[0][0], 3),
-                "dur": round(group[-1][1] - group[0][0], 3),
-                "args": {
-                    "steps": n,
-                    "batches": sum(b for _, _, b in group),
-                    "busy": round(sum(e - s for s, e, _ in group), 3),
-                    "p50": round(per[n // 2], 3),
-                    "p90": round(per[min(n - 1, (9 * n) // 10)], 3),
-                    "max": round(per[-1], 3),
-                },
-            },
-            exact=True,
-        )
+        self._write(step_group_event(group), exact=True)
 
     def detail(self, on: bool) -> None:
         """Full resolution (a profiler window is open) or aggregates (it closed)."""
@@ -463,57 +380,7 @@ class TraceWriter:
 
     def timeline(self, tl: Timeline, shift_us: float = 0.0) -> None:
         """A profiler window's device activity and input waits, moved onto our clock."""
-        for (device, kind), iv in tl.activity.items():
-            pid = self._device_pid(device)
-            tid = list(Kind).index(kind) + 1
-            # CPU compute threads nest many events: their union is what the analysis uses.
-            # Device kernels stay individual (kernel sizes feed the launch-bound finding).
-            m = iv.merged() if device.startswith("CPU") else iv
-            counts: list[int] = [1] * len(m)
-            if len(m) > MAX_WINDOW_EVENTS:  # a bounded trace: the first kernels one by one
-                order = np.argsort(iv.starts, kind="stable")  # (their sizes), the rest as
-                s_sorted, e_sorted = iv.starts[order], iv.ends[order]  # busy runs + counts
-                cut = MAX_WINDOW_EVENTS // 2
-                # launch latency between kernels (< 100 µs, not an idle gap to the
-                # analysis either) is bridged, so back-to-back kernels form one run
-                rest = union_of(s_sorted[cut:], e_sorted[cut:] + BRIDGE_US)
-                rest = Intervals(rest.starts, np.maximum(rest.starts, rest.ends - BRIDGE_US))
-                first = np.searchsorted(s_sorted[cut:], rest.starts, side="left")
-                counts = [1] * cut + np.diff(np.append(first, len(s_sorted) - cut)).tolist()
-                m = Intervals(
-                    np.concatenate([s_sorted[:cut], rest.starts]),
-                    np.concatenate([e_sorted[:cut], rest.ends]),
-                )
-            for k, (s, e) in enumerate(zip(m.starts.tolist(), m.ends.tolist(), strict=True)):
-                args: dict[str, Any] = {"device": device}
-                if counts[k] != 1:
-                    args["n"] = int(counts[k])
-                self._write(
-                    {
-                        "ph": "X",
-                        "cat": CAT_DEVICE + kind.value,
-                        "name": kind.value,
-                        "pid": pid,
-                        "tid": tid,
-                        "ts": round(s + shift_us, 3),
-                        "dur": round(e - s, 3),
-                        "args": args,
-                    },
-                    exact=True,
-                )
-        waits = tl.input_wait.merged()
-        name = max(tl.input_wait_names, key=lambda n: tl.input_wait_names[n], default="input")
-        for s, e in zip(waits.starts.tolist(), waits.ends.tolist(), strict=True):
-            self._write(
-                {
-                    "ph": "X",
-                    "cat": CAT_INPUT,
-                    "name": name,
-                    "pid": HOST_PID,
-                    "tid": 2,
-                    "ts": round(s + shift_us, 3),
-                    "dur": round(e - s, 3),
-                }
-            )
+        for ev, exact in window_events(tl, self._device_pid, shift_us):
+            self._write(ev, exact=exact)
         if tl.pipeline:
             self.pipeline(tl.pipeline)
