@@ -27,17 +27,12 @@ from typing import Any
 import keras
 
 from gpudiag.analyze.prefit import PreFit, judge
-from gpudiag.record.backends import RecordBackend, for_name
+from gpudiag.record.backends import for_name
 from gpudiag.record.lint import InputFacts, describe_input, model_facts, run_config
-from gpudiag.record.profiler import WindowSchedule
-from gpudiag.record.ranks import CallTimer, RankInfo, default_trace_template, discover
+from gpudiag.record.profiler import plan_windows
+from gpudiag.record.ranks import RankInfo, default_trace_template, discover
 from gpudiag.record.samplers import SamplerSet
-from gpudiag.record.session import (
-    DEFAULT_WARMUP_STEPS,
-    RecordingSession,
-    first_window_step,
-    now_us,
-)
+from gpudiag.record.session import RecordingSession, now_us, start_session
 from gpudiag.record.watchdog import FitWatchdog
 from gpudiag.record.window_facts import WindowFacts, default_gpus, nvml_indices
 from gpudiag.record.writer import TraceWriter, claim_path
@@ -64,13 +59,6 @@ def visible_gpu_indices() -> list[int] | None:
     if not all(p.isdigit() for p in parts):
         return None
     return [int(p) for p in parts]
-
-
-def _steps_per_execution(model: Any) -> int:
-    try:
-        return max(1, int(getattr(model, "steps_per_execution", 1) or 1))
-    except (TypeError, ValueError):
-        return 1
 
 
 class DiagnoseCallback(keras.callbacks.Callback):
@@ -100,6 +88,15 @@ class DiagnoseCallback(keras.callbacks.Callback):
         profile_dir: keep the raw profiler output there (open it in TensorBoard / xprof).
         model: the model, if you want the lints to know its replicas and layers even when
             TensorFlow fails before training begins (see docs/callback.md).
+
+    After ``fit``: ``diagnosis`` (a ``Diagnosis``, also after an exception inside ``fit``),
+    ``trace_path`` (the file written), ``lint_findings`` (the pre-fit findings, with their
+    fixes), ``windows_taken`` (first step of each profiler window) and ``overhead``
+    (seconds the callback spent at begin, in windows and at the end).
+
+    Per batch only ``on_train_batch_begin`` is overridden: overriding a batch-end hook would
+    make Keras convert the logs on the training thread every batch, waiting for the device
+    each step (docs/callback.md, "What happens when").
     """
 
     def __init__(
@@ -239,39 +236,34 @@ class DiagnoseCallback(keras.callbacks.Callback):
             extra=extra,
             config=self.config,
         )
-        writer = TraceWriter(self.trace_path, meta, on_error=self._disk_problem)
-        for f in self.lint_findings:
-            writer.finding(f)
-        if facts.kind != "unknown":
-            writer.pipeline({"input": facts.to_dict()})
-        samplers = self._make_samplers(writer)
-        schedule, why_off = self._schedule(backend, info)
         steps = (self.params or {}).get("steps")
-        session = self._session = RecordingSession(
-            writer,
-            samplers,
+        per_epoch = steps if isinstance(steps, int) else None
+        schedule, in_epoch, note = plan_windows(
+            self.profile,
+            self.profile_start,
+            self.profile_steps,
+            self.profile_windows,
+            per_epoch,
+            backend.profile_off_reason(info.multi_worker),
+        )
+        self._session = start_session(
+            self.trace_path,
+            meta,
             backend,
+            self._make_samplers,
+            model=self.model,
+            findings=self.lint_findings,
+            input_facts=facts.to_dict() if facts.kind != "unknown" else None,
             schedule=schedule,
+            notes=[note] if note else [],
             profile_steps=self.profile_steps,
             profile_dir=self.profile_dir,
-            calls=CallTimer(self.model),
-            in_epoch_start=(
-                steps // 2  # later windows: mid-epoch
-                if isinstance(steps, int) and steps >= 4 * self.profile_steps
-                else DEFAULT_WARMUP_STEPS
-            ),
-            steps_per_epoch=steps if isinstance(steps, int) else None,
-            steps_per_execution=_steps_per_execution(self.model),
+            in_epoch_start=in_epoch,
+            steps_per_epoch=per_epoch,
+            on_disk_error=self._disk_problem,
         )
-        session.decoder.facts = self._window_facts
-        self.windows_taken = session.windows_taken
-        if samplers.gpu is not None and samplers.gpu.available:
-            writer.update_meta(device_type="GPU", devices=samplers.gpu.sources)
-        samplers.start_all()
-        limitations = samplers.limitations() + ([why_off] if why_off else [])
-        if limitations:
-            writer.update_meta(limitations=limitations)
-        writer.flush()
+        self._session.decoder.facts = self._window_facts
+        self.windows_taken = self._session.windows_taken
         token = self._run_token
         self._watchdog = FitWatchdog(
             self,
@@ -279,25 +271,6 @@ class DiagnoseCallback(keras.callbacks.Callback):
             running=lambda cb: cb._session is not None and cb._run_token == token,
         )
         self._watchdog.start()
-
-    def _schedule(
-        self, backend: RecordBackend, info: RankInfo
-    ) -> tuple[WindowSchedule | None, str | None]:
-        """When profiler windows open (None: never), and why they are off if they are."""
-        profile = self.profile
-        if profile is None:
-            why = backend.profile_off_reason(info.multi_worker)
-            if why:
-                return None, why
-        if profile is None or profile:
-            steps = (self.params or {}).get("steps")
-            start = self.profile_start
-            start = first_window_step(steps) if start is None else start
-            return WindowSchedule(start, self.profile_steps, max_windows=self.profile_windows), None
-        return None, (
-            "profiler window off (profile=False): no per-step input/"
-            "compute/sync split, host signals only"
-        )
 
     def _claim_trace_path(self, info: RankInfo) -> str:
         """This run's own file, resolved now (cwd, rank); never one a previous run wrote."""

@@ -79,6 +79,42 @@ class WindowSchedule:
         self.opened.append((step, epoch, now))
 
 
+DEFAULT_WARMUP_STEPS = 5
+
+
+def plan_windows(
+    profile: bool | None,
+    start: int | None,
+    steps: int,
+    max_windows: int,
+    steps_per_epoch: int | None,
+    off_reason: str | None = None,
+) -> tuple[WindowSchedule | None, int, str | None]:
+    """The fit's window schedule (None: no windows), the step of an epoch where later
+    windows open, and a note for the trace when windows are off.
+
+    Args:
+        profile: True/False as the user asked; None: on unless ``off_reason`` says why not.
+        start: the first window's step; None: after warm-up, or a third of a short epoch.
+        steps: steps per window.
+        max_windows: at most this many windows.
+        steps_per_epoch: Keras's steps per epoch when known.
+        off_reason: why windows are off by default on this run (the backend's adapter).
+    """
+    in_epoch = DEFAULT_WARMUP_STEPS
+    if steps_per_epoch is not None and steps_per_epoch >= 4 * steps:
+        in_epoch = steps_per_epoch // 2  # later windows: mid-epoch
+    if profile is None and off_reason:
+        return None, in_epoch, off_reason
+    if profile is False:
+        note = "profiler window off (profile=False): no per-step input/compute/sync split, "
+        return None, in_epoch, note + "host signals only"
+    if start is None:
+        short = steps_per_epoch is not None and 0 < steps_per_epoch < 3 * DEFAULT_WARMUP_STEPS
+        start = max(1, steps_per_epoch // 3) if short and steps_per_epoch else DEFAULT_WARMUP_STEPS
+    return WindowSchedule(start, steps, max_windows=max_windows), in_epoch, None
+
+
 class ProfilerWindow:
     """Profiles steps ``[first_step, first_step + steps)`` of the first epoch it sees."""
 

@@ -20,17 +20,16 @@ profiler window, enters or leaves a step marker: nothing that waits for the devi
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from gpudiag.record.backends import RecordBackend
 from gpudiag.record.decode import GIL_BURST_S, WindowDecoder
-from gpudiag.record.profiler import ProfilerWindow, WindowSchedule
+from gpudiag.record.profiler import DEFAULT_WARMUP_STEPS, ProfilerWindow, WindowSchedule
 from gpudiag.record.ranks import CallTimer
 from gpudiag.record.samplers import SamplerSet
 from gpudiag.record.writer import TraceWriter
-from gpudiag.trace.timeline import Timeline
-
-DEFAULT_WARMUP_STEPS = 5
+from gpudiag.trace.timeline import Metadata, RecordedFinding, Timeline
 
 
 def now_us() -> float:
@@ -265,8 +264,65 @@ class RecordingSession:
         self.samplers.stop_all()
 
 
-def first_window_step(steps_per_epoch: Any) -> int:
-    """The first profiled step: after warm-up, or a third of a short epoch."""
-    if isinstance(steps_per_epoch, int) and 0 < steps_per_epoch < 3 * DEFAULT_WARMUP_STEPS:
-        return max(1, steps_per_epoch // 3)
-    return DEFAULT_WARMUP_STEPS
+def steps_per_execution(model: Any) -> int:
+    """The batches Keras runs per train-function call (``compile(steps_per_execution=)``)."""
+    try:
+        return max(1, int(getattr(model, "steps_per_execution", 1) or 1))
+    except (TypeError, ValueError):
+        return 1
+
+
+def start_session(
+    path: str,
+    meta: Metadata,
+    backend: RecordBackend,
+    make_samplers: Callable[[TraceWriter], SamplerSet],
+    *,
+    model: Any = None,
+    findings: Sequence[RecordedFinding] = (),
+    input_facts: dict[str, Any] | None = None,
+    schedule: WindowSchedule | None = None,
+    notes: Sequence[str] = (),
+    profile_steps: int = 5,
+    profile_dir: str | None = None,
+    in_epoch_start: int = DEFAULT_WARMUP_STEPS,
+    steps_per_epoch: int | None = None,
+    on_disk_error: Callable[[str], None] | None = None,
+) -> RecordingSession:
+    """Open the trace, write what is known before the first step (pre-fit findings, the
+    input pipeline, the samplers' and windows' limitations) and start the samplers.
+
+    Returns:
+        The running session; on failure everything it started is stopped again and the
+        exception propagates (the callback then trains without recording).
+    """
+    writer = TraceWriter(path, meta, on_error=on_disk_error)
+    for f in findings:
+        writer.finding(f)
+    if input_facts:
+        writer.pipeline({"input": input_facts})
+    session = RecordingSession(
+        writer,
+        make_samplers(writer),
+        backend,
+        schedule=schedule,
+        profile_steps=profile_steps,
+        profile_dir=profile_dir,
+        calls=CallTimer(model),
+        in_epoch_start=in_epoch_start,
+        steps_per_epoch=steps_per_epoch,
+        steps_per_execution=steps_per_execution(model),
+    )
+    try:
+        samplers = session.samplers
+        if samplers.gpu is not None and samplers.gpu.available:
+            writer.update_meta(device_type="GPU", devices=samplers.gpu.sources)
+        samplers.start_all()
+        limitations = samplers.limitations() + list(notes)
+        if limitations:
+            writer.update_meta(limitations=limitations)
+        writer.flush()
+    except Exception:
+        session.teardown()
+        raise
+    return session

@@ -1,0 +1,56 @@
+"""Pre-fit findings (analyze/prefit.py): judged once per configuration, printed once,
+recorded with their fixes, and handed to ``diagnose``."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gpudiag.analyze import diagnose
+from gpudiag.analyze.diagnosis import Finding
+from gpudiag.analyze.prefit import judge
+from gpudiag.trace.runconfig import RunConfig
+from gpudiag.trace.timeline import Timeline
+
+
+def test_judge_names_the_fix_of_each_finding():
+    pre = judge(RunConfig(replicas=2, global_batch=33, input_kind="tf.data"))
+    assert [f.id for f in pre.findings] == ["batch-not-multiple-of-replicas"]
+    (rec,) = pre.recorded()
+    assert rec.id == "batch-not-multiple-of-replicas" and "32 or 34" in rec.fix
+    assert judge(RunConfig(replicas=2, global_batch=32)).findings == []
+
+
+def test_diagnose_takes_the_handed_findings_for_a_trace_without_configuration():
+    pre = [Finding("sequential-map", "moderate", "1 tf.data map(s) run sequentially", {}, "lint")]
+    assert "sequential-map" in [f.id for f in diagnose([Timeline()], prefit=pre).findings]
+    assert "sequential-map" not in [f.id for f in diagnose([Timeline()]).findings]
+
+
+@pytest.mark.train
+@pytest.mark.timeout(240)
+def test_a_fit_judges_its_configuration_once_and_prints_it_once(tmp_path, monkeypatch, capfd):
+    keras = pytest.importorskip("keras")
+    tf = pytest.importorskip("tensorflow")
+    from gpudiag import DiagnoseCallback
+    from gpudiag.analyze import prefit
+
+    calls = []
+    real = prefit.rules.lint
+    monkeypatch.setattr(prefit.rules, "lint", lambda cfg: calls.append(cfg) or real(cfg))
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(160, 8)).astype("float32")
+    y = rng.normal(size=(160, 1)).astype("float32")
+    ds = tf.data.Dataset.from_tensor_slices((x, y)).map(lambda a, b: (a * 2, b)).batch(16)
+    model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(1)])
+    model.compile(optimizer="sgd", loss="mse")
+    cb = DiagnoseCallback(
+        trace_path=str(tmp_path / "t.json"), dataset=ds, model=model, report=False, profile=False
+    )
+    model.fit(ds, epochs=2, verbose=0, callbacks=[cb])
+    err = capfd.readouterr().err
+    assert len(calls) == 1  # the same configuration before fit and when it begins
+    assert err.count("checks before the first step") == 1
+    assert "sequential-map" in err
+    assert [f.id for f in cb.lint_findings] == [f.id for f in cb.prefit.findings]
+    assert "sequential-map" in cb.diagnosis.finding_ids
