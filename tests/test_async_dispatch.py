@@ -116,3 +116,47 @@ def test_steps_per_execution_batches_are_counted_to_the_epochs_end(tmp_path, mon
     assert len(steps) == 8
     assert steps.batches.tolist() == [3, 3, 3, 1] * 2
     assert cb.diagnosis.steps["count"] == 2 * BATCHES
+
+
+def test_only_profiled_steps_wait_for_the_device(tmp_path):
+    """Where a backend dispatches steps asynchronously (JAX, torch on a GPU), a profiled
+    step's train-function call waits for its device work, so the step's markers hold it;
+    every other step keeps the pipeline."""
+    from types import SimpleNamespace
+
+    from gpudiag.record.backends import ProfilerSession, RecordBackend
+    from gpudiag.record.profiler import WindowSchedule
+    from gpudiag.record.samplers import SamplerSet
+    from gpudiag.record.session import start_session
+    from gpudiag.trace.timeline import Metadata
+
+    waited: list[int] = []
+
+    class Stopped(ProfilerSession):
+        def stop(self) -> None:
+            pass
+
+    class AsyncBackend(RecordBackend):
+        def start_profiler(self, logdir: str) -> ProfilerSession:
+            return Stopped()
+
+        def wait_for(self, result) -> None:
+            waited.append(result)
+
+    model = SimpleNamespace(train_function=lambda step: step)
+    session = start_session(
+        str(tmp_path / "t.json"),
+        Metadata(producer="gpudiag"),
+        AsyncBackend(),
+        lambda writer: SamplerSet(),
+        model=model,
+        schedule=WindowSchedule(2, 3),
+        profile_steps=3,
+    )
+    for step in range(8):
+        session.batch_begin(step)
+        model.train_function(step)
+    session.finish(abnormal=False)
+    session.teardown()
+    assert session.windows_taken == [2]
+    assert waited == [2, 3, 4]

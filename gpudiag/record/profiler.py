@@ -140,6 +140,9 @@ class ProfilerWindow:
         self._session: ProfilerSession | None = None
         # our wall-clock begin/end of each profiled step, to align the profiler's clock
         self.step_times: dict[int, tuple[float, float]] = {}
+        # wall clock (µs) when each step's marker was entered: the first step's begin comes
+        # before the profiler start (milliseconds), which would bias the alignment
+        self.marked: dict[int, float] = {}
 
     # ---- hooks ---------------------------------------------------------------------------
     def on_step_begin(self, step: int) -> None:
@@ -187,6 +190,7 @@ class ProfilerWindow:
         try:
             self._marker = self.backend.step_marker(step)
             if self._marker is not None:
+                self.marked[step] = time.time() * 1e6
                 self._marker.__enter__()
         except Exception:
             self._marker = None
@@ -259,7 +263,7 @@ class ProfilerWindow:
         """Offset (µs) from the profiler's clock to ours, from matching step markers (Kineto
         and xprof clocks are not always the wall clock)."""
         diffs = [
-            self.step_times[int(i)][0] - float(s)
+            self.marked.get(int(i), self.step_times[int(i)][0]) - float(s)
             for i, s in zip(tl.steps.index, tl.steps.start, strict=True)
             if int(i) in self.step_times
         ]

@@ -22,6 +22,7 @@ import hashlib
 import json
 import os
 import socket
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -130,11 +131,16 @@ class CallTimer:
     A step measured between DiagnoseCallback's own batch hooks misses what other callbacks
     do before or after it; the call interval (plus batch-begin to next batch-begin for the
     whole cycle) does not depend on callback order. ~1 µs per step.
+
+    ``wait``: called with the call's result while ``sync`` is set (inside profiler windows):
+    on a backend that dispatches steps asynchronously, it waits for the device, so a
+    profiled step's markers hold its device work (``RecordBackend.wait_for``).
     """
 
-    def __init__(self, model: Any) -> None:
+    def __init__(self, model: Any, wait: Callable[[Any], None] | None = None) -> None:
         self.model = model
         self.last: tuple[float, float] | None = None
+        self.sync = False
         self._original: Any = None
         fn = getattr(model, "train_function", None)
         if fn is None or getattr(fn, "_gpudiag_timed", False):
@@ -146,7 +152,11 @@ class CallTimer:
         def timed(*args: Any, **kwargs: Any) -> Any:
             t0 = clock()
             try:
-                return fn(*args, **kwargs)
+                out = fn(*args, **kwargs)
+                if self.sync and wait is not None:
+                    with contextlib.suppress(Exception):
+                        wait(out)
+                return out
             finally:
                 self.last = (t0 * 1e6, clock() * 1e6)
 

@@ -128,6 +128,8 @@ class RecordingSession:
                 self.window = None
                 self.writer.detail(False)
                 self.writer.update_meta(limitations=[w.problem])
+        if self.calls is not None:  # a profiled step's call returns once its device work is done
+            self.calls.sync = self.window is not None and self.window.active
 
     def close_step(self, end_us: float, next_batch: int | None = None) -> None:
         """Record the open step as ending at ``end_us``. Its batches (``steps_per_execution``)
@@ -308,7 +310,7 @@ def start_session(
         schedule=schedule,
         profile_steps=profile_steps,
         profile_dir=profile_dir,
-        calls=CallTimer(model),
+        calls=CallTimer(model, wait=backend.wait_for),
         in_epoch_start=in_epoch_start,
         steps_per_epoch=steps_per_epoch,
         steps_per_execution=steps_per_execution(model),

@@ -44,6 +44,12 @@ class RecordBackend:
         """A context manager that marks one training step in the profile (None: no marker)."""
         return None
 
+    def wait_for(self, result: Any) -> None:
+        """Wait until the device has computed ``result`` (a train-function call's), where
+        the backend dispatches steps asynchronously. Only inside profiler windows: the
+        profiled steps' markers must hold their device work; elsewhere the run keeps its
+        pipeline."""
+
     def decode(self, logdir: str) -> tuple[Timeline | None, str | None]:
         """What the profiler wrote, as one Timeline on the profiler's clock, or a problem."""
         return None, f"no profiler for the {self.name!r} backend"

@@ -33,6 +33,11 @@ class JaxBackend(RecordBackend):
 
         return jax.profiler.StepTraceAnnotation(STEP_MARKER, step_num=step)
 
+    def wait_for(self, result: Any) -> None:
+        import jax
+
+        jax.block_until_ready(result)
+
     def decode(self, logdir: str) -> tuple[Timeline | None, str | None]:
         return decode_xspace(logdir)
 

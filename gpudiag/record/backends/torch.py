@@ -41,6 +41,12 @@ class TorchBackend(RecordBackend):
         # the name Kineto readers (ours, HTA, TensorBoard) take for a step
         return torch.profiler.record_function(f"ProfilerStep#{step}")
 
+    def wait_for(self, result: Any) -> None:
+        import torch
+
+        if torch.cuda.is_available():
+            torch.cuda.synchronize()
+
     def decode(self, logdir: str) -> tuple[Timeline | None, str | None]:
         files = glob.glob(os.path.join(logdir, "*.json"))
         if not files:
