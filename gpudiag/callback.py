@@ -34,7 +34,7 @@ from gpudiag.record.ranks import RankInfo, default_trace_template, discover
 from gpudiag.record.samplers import SamplerSet
 from gpudiag.record.session import RecordingSession, now_us, start_session
 from gpudiag.record.watchdog import FitWatchdog
-from gpudiag.record.window_facts import WindowFacts, default_gpus, nvml_indices
+from gpudiag.record.window_facts import WindowFacts, nvml_indices
 from gpudiag.record.writer import TraceWriter, claim_path
 from gpudiag.show import run_end
 from gpudiag.trace.runconfig import RunConfig
@@ -210,7 +210,7 @@ class DiagnoseCallback(keras.callbacks.Callback):
         backend = for_name(keras.backend.backend())
         replicas, devices = backend.replicas(self.model)
         facts, params = self._run_lints(self.model, replicas)
-        trained = devices or default_gpus(backend.name)
+        trained = devices or backend.default_devices()
         self.config.train_gpus = nvml_indices(trained, os.environ.get("CUDA_VISIBLE_DEVICES"))
         info = self.rank_info = discover(self.model, backend)
         self.trace_path = self._claim_trace_path(info)

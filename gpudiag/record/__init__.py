@@ -6,6 +6,7 @@ writer.py       the streamed trace (claim.py: a new file; trace_events.py and
 samplers.py     NVML, host and GIL counters (sampler.py: the sampler thread; nvml.py,
                 gpu_snapshot.py, nvml_replay.py; host.py; gil.py, gil_threads.py)
 profiler.py     the profiler window and its schedule; decode.py decodes windows
+window_facts.py what the windows measured beyond intervals (kernel time, copied bytes)
 backends/       what differs per Keras backend (profiler, markers, replicas, ranks)
 lint.py         the input pipeline and model facts of the run's configuration
 ranks.py        which worker of which run this process is

@@ -15,7 +15,6 @@ GPUs the strategy trains on are given as NVML indices, the numbering the NVML co
 from __future__ import annotations
 
 import re
-import sys
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -48,14 +47,11 @@ class WindowFacts:
 
 
 def default_gpus(backend: str) -> list[str]:
-    """Where a run without a strategy trains: TensorFlow places ops on its first GPU."""
-    tf = sys.modules.get("tensorflow")
-    if backend != "tensorflow" or tf is None:
-        return []
-    try:
-        return [str(d.name) for d in tf.config.list_logical_devices("GPU")][:1]
-    except Exception:  # a TensorFlow that cannot list devices: unknown
-        return []
+    """Where a run without a strategy trains, by the backend's adapter (TensorFlow places
+    ops on its first GPU)."""
+    from gpudiag.record.backends import for_name
+
+    return for_name(backend).default_devices()
 
 
 def nvml_indices(devices: list[str], visible: str | None) -> str | None:

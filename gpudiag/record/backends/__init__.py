@@ -70,6 +70,10 @@ class RecordBackend:
                 return len(devices), [str(d) for d in devices]
         return 1, []
 
+    def default_devices(self) -> list[str]:
+        """The devices a run without a distribution strategy trains on ([]: unknown)."""
+        return []
+
     def rank_info(self, model: Any) -> RankInfo | None:
         """This process's rank from the backend's own distribution layer (None: unknown)."""
         return None

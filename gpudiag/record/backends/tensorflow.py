@@ -70,6 +70,16 @@ class TensorFlowBackend(RecordBackend):
                     )
         return super().replicas(model)
 
+    def default_devices(self) -> list[str]:
+        """TensorFlow places ops on its first GPU."""
+        tf = sys.modules.get("tensorflow")
+        if tf is None:
+            return []
+        try:
+            return [str(d.name) for d in tf.config.list_logical_devices("GPU")][:1]
+        except Exception:  # a TensorFlow that cannot list devices: unknown
+            return []
+
     def rank_info(self, model: Any) -> RankInfo | None:
         strategy = getattr(model, "distribute_strategy", None)
         resolver = getattr(strategy, "cluster_resolver", None)
