@@ -160,3 +160,42 @@ def test_only_profiled_steps_wait_for_the_device(tmp_path):
     session.teardown()
     assert session.windows_taken == [2]
     assert waited == [2, 3, 4]
+
+
+def test_steps_end_when_the_device_has_done_them(tmp_path):
+    """With the training thread running ahead of an asynchronous device, each step is
+    recorded as ending when its device work was done (a helper thread waits), never by
+    making the training thread wait."""
+    import time
+    from types import SimpleNamespace
+
+    from gpudiag.record.backends import RecordBackend
+    from gpudiag.record.samplers import SamplerSet
+    from gpudiag.record.session import start_session
+    from gpudiag.trace.timeline import Metadata
+
+    class TenMsDevice(RecordBackend):
+        """Each step's device work ends 10 ms after the previous one's."""
+
+        def completion(self, result):
+            return lambda: time.sleep(0.010)
+
+    model = SimpleNamespace(train_function=lambda step: step)
+    session = start_session(
+        str(tmp_path / "t.json"),
+        Metadata(producer="gpudiag"),
+        TenMsDevice(),
+        lambda writer: SamplerSet(),
+        model=model,
+    )
+    t0 = time.perf_counter()
+    for step in range(20):
+        session.batch_begin(step)
+        model.train_function(step)
+    host_s = time.perf_counter() - t0
+    steps = session.finish(abnormal=False).steps
+    session.teardown()
+    assert host_s < 0.1  # the training thread dispatched all 20 without waiting
+    assert steps.index.tolist() == list(range(20))
+    assert np.median(steps.end - steps.start) >= 9_000.0  # µs: the device's 10 ms
+    assert np.all(steps.start[1:] >= steps.end[:-1] - 1.0)  # contiguous, in order

@@ -1,6 +1,7 @@
 """gpudiag.record: what runs beside training. Imports nothing from ``show/``.
 
 session.py      one fit's recording: writer, samplers, profiler windows, step clock
+completion.py   when each step's device work completed (asynchronous backends)
 writer.py       the streamed trace (claim.py: a new file; trace_events.py and
                 window_events.py: the events it writes)
 samplers.py     NVML, host and GIL counters (sampler.py: the sampler thread; nvml.py,

@@ -135,11 +135,19 @@ class CallTimer:
     ``wait``: called with the call's result while ``sync`` is set (inside profiler windows):
     on a backend that dispatches steps asynchronously, it waits for the device, so a
     profiled step's markers hold its device work (``RecordBackend.wait_for``).
+    ``completion``: otherwise called with the result, without blocking, for a function that
+    waits for it (``RecordBackend.completion``), kept in ``done`` for the step's record.
     """
 
-    def __init__(self, model: Any, wait: Callable[[Any], None] | None = None) -> None:
+    def __init__(
+        self,
+        model: Any,
+        wait: Callable[[Any], None] | None = None,
+        completion: Callable[[Any], Callable[[], Any] | None] | None = None,
+    ) -> None:
         self.model = model
         self.last: tuple[float, float] | None = None
+        self.done: Callable[[], Any] | None = None  # waits for the last call's device work
         self.sync = False
         self._original: Any = None
         fn = getattr(model, "train_function", None)
@@ -156,6 +164,10 @@ class CallTimer:
                 if self.sync and wait is not None:
                     with contextlib.suppress(Exception):
                         wait(out)
+                elif completion is not None:
+                    self.done = None
+                    with contextlib.suppress(Exception):
+                        self.done = completion(out)
                 return out
             finally:
                 self.last = (t0 * 1e6, clock() * 1e6)
@@ -167,6 +179,10 @@ class CallTimer:
 
     def take(self) -> tuple[float, float] | None:
         out, self.last = self.last, None
+        return out
+
+    def take_done(self) -> Callable[[], Any] | None:
+        out, self.done = self.done, None
         return out
 
     def restore(self) -> None:

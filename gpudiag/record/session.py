@@ -24,6 +24,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from gpudiag.record.backends import RecordBackend
+from gpudiag.record.completion import StepCompletion
 from gpudiag.record.decode import GIL_BURST_S, WindowDecoder
 from gpudiag.record.profiler import DEFAULT_WARMUP_STEPS, ProfilerWindow, WindowSchedule
 from gpudiag.record.ranks import CallTimer
@@ -79,6 +80,8 @@ class RecordingSession:
         self.windows: list[ProfilerWindow] = []  # every window of this fit
         self.windows_taken: list[int] = []  # first step of each window
         self.decoder = WindowDecoder(writer, gil=samplers.gil, on_cost=self._add_cost)
+        self.completion = StepCompletion(writer.step)
+        self._completing = False  # steps go through the completion thread (async backend)
         self.step = 0  # steps recorded so far (global over epochs)
         self._epoch = 0
         self._epoch_step = 0
@@ -151,9 +154,14 @@ class RecordingSession:
         w = self.window
         in_window = w is not None and w.active
         call = self.calls.take() if self.calls is not None else None
-        self.writer.step(
-            step, self._begin_us, end_us, profiled=in_window, call=call, batches=max(1, batches)
-        )
+        done = self.calls.take_done() if self.calls is not None else None
+        fields: dict[str, Any] = {"profiled": in_window, "call": call, "batches": max(1, batches)}
+        if done is not None or self._completing:  # in order, once the device has done it
+            self._completing = True
+            last = next_batch is None
+            self.completion.submit(step, self._begin_us, end_us, wait=done, last=last, **fields)
+        else:
+            self.writer.step(step, self._begin_us, end_us, **fields)
         if w is not None and w.active:
             w.on_step_end(step, self._begin_us, end_us)
             if w.done:
@@ -208,6 +216,7 @@ class RecordingSession:
             self.close_step(now_us())
         elif self.calls is not None and self.calls.last is not None:
             self.close_step(self.calls.last[1])  # its train-function call had returned
+        self.completion.close()
         gil = self.samplers.gil
         if gil is not None:  # training is over: so is what the GIL probe measures
             gil.end_burst()
@@ -259,6 +268,7 @@ class RecordingSession:
         """Release everything (idempotent; safe from any exit path)."""
         if self.calls is not None:
             self.calls.restore()
+        self.completion.close(timeout=2.0)
         if self.window is not None:
             self.window.stop()
         for w in self.windows:
@@ -310,7 +320,7 @@ def start_session(
         schedule=schedule,
         profile_steps=profile_steps,
         profile_dir=profile_dir,
-        calls=CallTimer(model, wait=backend.wait_for),
+        calls=CallTimer(model, wait=backend.wait_for, completion=backend.completion),
         in_epoch_start=in_epoch_start,
         steps_per_epoch=steps_per_epoch,
         steps_per_execution=steps_per_execution(model),

@@ -50,6 +50,13 @@ class RecordBackend:
         profiled steps' markers must hold their device work; elsewhere the run keeps its
         pipeline."""
 
+    def completion(self, result: Any) -> Any:
+        """Called on the training thread right after each train-function call, without
+        blocking: a function that waits until the device has computed ``result``, for the
+        step's end (``record/completion.py``); None where the call's return already means
+        the step is done (Keras converts TensorFlow's logs on the training thread)."""
+        return None
+
     def decode(self, logdir: str) -> tuple[Timeline | None, str | None]:
         """What the profiler wrote, as one Timeline on the profiler's clock, or a problem."""
         return None, f"no profiler for the {self.name!r} backend"

@@ -38,6 +38,13 @@ class JaxBackend(RecordBackend):
 
         jax.block_until_ready(result)
 
+    def completion(self, result: Any) -> Any:
+        import jax
+
+        logs = result[0] if isinstance(result, tuple) and result else result
+        # the logs only: the state is donated to the next step and deleted with it
+        return lambda: jax.block_until_ready(logs)
+
     def decode(self, logdir: str) -> tuple[Timeline | None, str | None]:
         return decode_xspace(logdir)
 

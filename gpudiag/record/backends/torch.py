@@ -47,6 +47,15 @@ class TorchBackend(RecordBackend):
         if torch.cuda.is_available():
             torch.cuda.synchronize()
 
+    def completion(self, result: Any) -> Any:
+        import torch
+
+        if not torch.cuda.is_available():
+            return None  # CPU ops run as they are called
+        event = torch.cuda.Event()
+        event.record()
+        return event.synchronize
+
     def decode(self, logdir: str) -> tuple[Timeline | None, str | None]:
         files = glob.glob(os.path.join(logdir, "*.json"))
         if not files:
