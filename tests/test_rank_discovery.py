@@ -13,6 +13,7 @@ import types
 
 import pytest
 
+from gpudiag.record.backends import for_name
 from gpudiag.record.ranks import RankInfo, default_trace_template, discover, run_id_for
 
 CLUSTER = {"chief": ["host0:2222"], "worker": ["host1:2222", "host2:2222"]}
@@ -42,7 +43,7 @@ def _tf_config(monkeypatch, task_type: str, index: int) -> None:
 @pytest.mark.parametrize("task, rank", [(("chief", 0), 0), (("worker", 0), 1), (("worker", 1), 2)])
 def test_tf_config_gives_tensorflow_task_order(monkeypatch, task, rank):
     _tf_config(monkeypatch, *task)
-    info = discover(None, "tensorflow")
+    info = discover(None, for_name("tensorflow"))
     assert (info.rank, info.world_size, info.source) == (rank, 3, "TF_CONFIG")
     assert info.cluster == CLUSTER
 
@@ -51,17 +52,17 @@ def test_every_rank_derives_the_same_run_id(monkeypatch):
     ids = set()
     for task in (("chief", 0), ("worker", 0), ("worker", 1)):
         _tf_config(monkeypatch, *task)
-        ids.add(discover(None, "tensorflow").run_id)
+        ids.add(discover(None, for_name("tensorflow")).run_id)
     assert len(ids) == 1 and next(iter(ids)).startswith("mw-")
     # another job on the same addresses under a launcher gets another id
     monkeypatch.setenv("SLURM_JOB_ID", "4242")
-    assert discover(None, "tensorflow").run_id not in ids
+    assert discover(None, for_name("tensorflow")).run_id not in ids
 
 
 def test_explicit_run_id_wins(monkeypatch):
     _tf_config(monkeypatch, "worker", 1)
     monkeypatch.setenv("GPUDIAG_RUN_ID", "nightly-7")
-    assert discover(None, "tensorflow").run_id == "nightly-7"
+    assert discover(None, for_name("tensorflow")).run_id == "nightly-7"
 
 
 def test_single_process_gets_a_fresh_id_without_touching_rngs():
@@ -72,7 +73,7 @@ def test_single_process_gets_a_fresh_id_without_touching_rngs():
     np.random.seed(5)
     random.seed(5)
     state = (np.random.get_state()[1].copy(), random.getstate())
-    a, b = discover(None, "tensorflow"), discover(None, "tensorflow")
+    a, b = discover(None, for_name("tensorflow")), discover(None, for_name("tensorflow"))
     assert a.rank is None and a.world_size == 1 and not a.multi_worker
     assert a.run_id != b.run_id
     assert (np.random.get_state()[1] == state[0]).all() and random.getstate() == state[1]
@@ -84,7 +85,7 @@ def test_jax_process_index(monkeypatch):
     jax.process_count = lambda: 4  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "jax", jax)
     monkeypatch.setenv("JAX_COORDINATOR_ADDRESS", "10.0.0.1:1234")
-    info = discover(None, "jax")
+    info = discover(None, for_name("jax"))
     assert (info.rank, info.world_size, info.source) == (3, 4, "jax.process_index")
     assert info.cluster == {"coordinator": ["10.0.0.1:1234"]}
 
@@ -101,7 +102,7 @@ def test_torch_distributed(monkeypatch):
     monkeypatch.setitem(sys.modules, "torch", torch)
     monkeypatch.setenv("MASTER_ADDR", "10.0.0.2")
     monkeypatch.setenv("MASTER_PORT", "29500")
-    info = discover(None, "torch")
+    info = discover(None, for_name("torch"))
     assert (info.rank, info.world_size) == (5, 8)
     assert info.cluster == {"master": ["10.0.0.2:29500"]}
 
@@ -109,7 +110,7 @@ def test_torch_distributed(monkeypatch):
 def test_launcher_variables_as_last_resort(monkeypatch):
     monkeypatch.setenv("RANK", "2")
     monkeypatch.setenv("WORLD_SIZE", "4")
-    info = discover(None, "jax")  # jax not imported: the environment answers
+    info = discover(None, for_name("jax"))  # jax not imported: the environment answers
     assert (info.rank, info.world_size, info.source) == (2, 4, "RANK/WORLD_SIZE")
 
 

@@ -5,7 +5,7 @@ TensorFlow's cluster resolver (``MultiWorkerMirroredStrategy``) or ``TF_CONFIG``
 ``process_index``/``process_count``; ``torch.distributed`` when the Keras backend is torch;
 last the ``RANK``/``WORLD_SIZE`` variables launchers such as torchrun set.
 
-    info = discover(model, backend="tensorflow")
+    info = discover(model, for_name("tensorflow"))
     info.rank, info.world_size, info.run_id     # 1, 2, "mw-3f9c0a51d2e4"
 
 The run id is the same on every worker without any communication: a hash of the cluster
@@ -21,10 +21,10 @@ import contextlib
 import hashlib
 import json
 import os
-import socket
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+from gpudiag.record.rank_info import RankInfo
 
 if TYPE_CHECKING:
     from gpudiag.record.backends import RecordBackend
@@ -38,44 +38,6 @@ LAUNCHER_JOB_VARS = (
     "LSB_JOBID",
     "KUBERNETES_JOB_NAME",
 )
-
-
-@dataclass
-class RankInfo:
-    rank: int | None = None
-    world_size: int = 1
-    host: str = field(default_factory=socket.gethostname)
-    run_id: str = ""
-    cluster: dict[str, list[str]] | None = None
-    source: str = "single process"  # where rank and world size were read
-
-    @property
-    def multi_worker(self) -> bool:
-        return self.world_size > 1
-
-
-def _ordered_tasks(cluster: dict[str, list[str]]) -> list[tuple[str, int]]:
-    """TensorFlow's task order for collectives: chief first, then the workers."""
-    return [(job, i) for job in ("chief", "worker") for i in range(len(cluster.get(job, [])))]
-
-
-def from_tf_cluster(
-    cluster: dict[str, Any], task_type: str | None, task_id: int | None, source: str
-) -> RankInfo | None:
-    cluster = {
-        str(k): [str(a) for a in v] for k, v in cluster.items() if isinstance(v, list | tuple)
-    }
-    tasks = _ordered_tasks(cluster)
-    if len(tasks) < 2 or task_type not in ("chief", "worker") or task_id is None:
-        return None
-    with contextlib.suppress(ValueError):
-        return RankInfo(
-            rank=tasks.index((task_type, int(task_id))),
-            world_size=len(tasks),
-            cluster=cluster,
-            source=source,
-        )
-    return None
 
 
 def _env() -> RankInfo | None:
@@ -106,13 +68,10 @@ def run_id_for(info: RankInfo) -> str:
     return "mw-" + hashlib.sha1(text.encode()).hexdigest()[:12]
 
 
-def discover(model: Any, backend: str | RecordBackend) -> RankInfo:
+def discover(model: Any, backend: RecordBackend) -> RankInfo:
     """This process's place in the run: what the backend's distribution layer says
-    (``record/backends/``), else the launcher's variables, else a single process."""
-    if isinstance(backend, str):
-        from gpudiag.record.backends import for_name
-
-        backend = for_name(backend)
+    (``record/backends/``, ``for_name(...)``), else the launcher's variables, else a single
+    process."""
     info = backend.rank_info(model) or _env() or RankInfo()
     info.run_id = run_id_for(info)
     return info

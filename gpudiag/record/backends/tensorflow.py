@@ -15,9 +15,9 @@ import os
 import sys
 from typing import Any
 
-from gpudiag.record.backends import STEP_MARKER, ProfilerSession, RecordBackend
+from gpudiag.record.backends.base import STEP_MARKER, ProfilerSession, RecordBackend
 from gpudiag.record.backends.xspace import decode_xspace
-from gpudiag.record.ranks import RankInfo, from_tf_cluster
+from gpudiag.record.rank_info import RankInfo, from_tf_cluster
 from gpudiag.trace.timeline import Timeline
 
 

@@ -9,8 +9,8 @@ import os
 import sys
 from typing import Any
 
-from gpudiag.record.backends import ProfilerSession, RecordBackend
-from gpudiag.record.ranks import RankInfo
+from gpudiag.record.backends.base import ProfilerSession, RecordBackend
+from gpudiag.record.rank_info import RankInfo
 from gpudiag.trace.timeline import Timeline
 
 

@@ -1,0 +1,81 @@
+"""The adapter every backend starts from: what Keras alone can tell (no profiler window, one
+replica unless Keras's own distribution says more, ranks from the launcher's variables).
+
+    class JaxBackend(RecordBackend): ...
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+from gpudiag.record.rank_info import RankInfo
+from gpudiag.trace.timeline import Timeline
+
+STEP_MARKER = "train"
+
+
+class ProfilerSession:
+    """A running profiler; ``stop`` ends it and leaves its files in the log dir."""
+
+    def stop(self) -> None:
+        raise NotImplementedError
+
+
+class RecordBackend:
+    """The defaults: what every backend can do through Keras alone."""
+
+    name = ""
+
+    def start_profiler(self, logdir: str) -> ProfilerSession | None:
+        """Start this backend's profiler writing under ``logdir``; None when it has none."""
+        return None
+
+    def step_marker(self, step: int) -> Any:
+        """A context manager that marks one training step in the profile (None: no marker)."""
+        return None
+
+    def wait_for(self, result: Any) -> None:
+        """Wait until the device has computed ``result`` (a train-function call's), where
+        the backend dispatches steps asynchronously. Only inside profiler windows: the
+        profiled steps' markers must hold their device work; elsewhere the run keeps its
+        pipeline."""
+
+    def completion(self, result: Any) -> Any:
+        """Called on the training thread right after each train-function call, without
+        blocking: a function that waits until the device has computed ``result``, for the
+        step's end (``record/completion.py``); None where the call's return already means
+        the step is done (Keras converts TensorFlow's logs on the training thread)."""
+        return None
+
+    def decode(self, logdir: str) -> tuple[Timeline | None, str | None]:
+        """What the profiler wrote, as one Timeline on the profiler's clock, or a problem."""
+        return None, f"no profiler for the {self.name!r} backend"
+
+    def user_profiler_running(self) -> str:
+        """A sentence naming a profiler session the program itself runs now ("" if none): a
+        second session cannot start, and stopping it would cut the user's profile short."""
+        return ""
+
+    def replicas(self, model: Any) -> tuple[int, list[str]]:
+        """Replica count and devices from Keras's distribution (JAX's data parallelism)."""
+        with contextlib.suppress(Exception):
+            import keras
+
+            dist = keras.distribution.distribution()
+            if dist is not None:
+                devices = list(dist.device_mesh.devices.flatten())
+                return len(devices), [str(d) for d in devices]
+        return 1, []
+
+    def default_devices(self) -> list[str]:
+        """The devices a run without a distribution strategy trains on ([]: unknown)."""
+        return []
+
+    def rank_info(self, model: Any) -> RankInfo | None:
+        """This process's rank from the backend's own distribution layer (None: unknown)."""
+        return None
+
+    def profile_off_reason(self, multi_worker: bool) -> str | None:
+        """Why the profiler window is off by default on this run (None: it is on)."""
+        return None
