@@ -32,7 +32,12 @@ from gpudiag.record.lint import InputFacts, describe_input, model_facts, run_con
 from gpudiag.record.profiler import plan_windows
 from gpudiag.record.ranks import RankInfo, default_trace_template, discover
 from gpudiag.record.samplers import SamplerSet
-from gpudiag.record.session import RecordingSession, now_us, start_session
+from gpudiag.record.session import (
+    RecordingSession,
+    now_us,
+    start_session,
+    steps_per_execution,
+)
 from gpudiag.record.watchdog import FitWatchdog
 from gpudiag.record.window_facts import WindowFacts, nvml_indices
 from gpudiag.record.writer import TraceWriter, claim_path
@@ -245,6 +250,7 @@ class DiagnoseCallback(keras.callbacks.Callback):
             self.profile_windows,
             per_epoch,
             backend.profile_off_reason(info.multi_worker),
+            steps_per_execution(self.model),
         )
         self._session = start_session(
             self.trace_path,

@@ -36,6 +36,10 @@ class WindowSchedule:
     time, at least ``min_gap_s``), so a day-long fit gets windows spread over all of it
     without profiling more and more often. At most ``max_windows`` per fit, and never while
     their measured cost exceeds ``budget_s`` plus ``budget_share`` of the elapsed time.
+
+    A new epoch's window opens at its ``in_epoch_step`` or, when it cannot open there (the
+    budget is spent, the previous window is still open), at a later step of the same epoch.
+    An early epoch that ends without its window is told by ``missed``, with the reason.
     """
 
     def __init__(
@@ -55,6 +59,7 @@ class WindowSchedule:
         self.budget_share = budget_share
         self.opened: list[tuple[int, int, float]] = []  # (global step, epoch, monotonic s)
         self.cost_s = 0.0  # measured: start + stop on the training thread + decode
+        self.blocked: dict[int, str] = {}  # epoch -> why its planned window has not opened
 
     def due(
         self, step: int, epoch: int, epoch_step: int, in_epoch_step: int, now: float, start: float
@@ -64,22 +69,48 @@ class WindowSchedule:
         if not self.opened:
             return step >= self.first_step
         last_step, last_epoch, last_t = self.opened[-1]
+        new_epoch = epoch != last_epoch and epoch_step >= in_epoch_step
+        early = new_epoch and len(self.opened) < EARLY_WINDOWS
         if step < last_step + self.steps:
+            if early:
+                self.blocked[epoch] = "the previous window was still open"
             return False
         elapsed = now - start
-        if self.cost_s > self.budget_s + self.budget_share * elapsed:
+        limit = self.budget_s + self.budget_share * elapsed
+        if self.cost_s > limit:
+            if early:
+                self.blocked[epoch] = (
+                    f"the profiling budget of {self.budget_s:g} s + {self.budget_share:.0%} "
+                    f"of elapsed time was spent ({self.cost_s:.2f} s of {limit:.2f} s)"
+                )
             return False
         gap = max(self.min_gap_s, 0.5 * elapsed)
-        if epoch != last_epoch and epoch_step == in_epoch_step:
+        if new_epoch:
             # early epochs each get one (the cache-fill case); later ones as the gap allows
-            return len(self.opened) < 4 or now - last_t >= gap
+            return early or now - last_t >= gap
         return now - last_t >= gap
+
+    def missed(self, epoch: int, epoch_steps: int, in_epoch_step: int) -> str | None:
+        """Why the window planned in ``epoch`` (which just ended after ``epoch_steps`` steps)
+        did not open; None when it opened or none was planned there (before the first
+        window, after the early ones, past ``max_windows``)."""
+        why = self.blocked.pop(epoch, None)
+        if not self.opened or len(self.opened) >= min(EARLY_WINDOWS, self.max_windows):
+            return None
+        if self.opened[-1][1] >= epoch:  # it opened (or the first window is this epoch's)
+            return None
+        if why is None and epoch_steps <= in_epoch_step:
+            why = f"the epoch had {epoch_steps} steps; its window opens after {in_epoch_step}"
+        return f"profiler window planned in epoch {epoch + 1} skipped: " + (
+            why or "the previous window was still open"
+        )
 
     def open(self, step: int, epoch: int, now: float) -> None:
         self.opened.append((step, epoch, now))
 
 
 DEFAULT_WARMUP_STEPS = 5
+EARLY_WINDOWS = 4  # the first window and one in each of the next 3 epochs (cache fill)
 
 
 def plan_windows(
@@ -89,29 +120,39 @@ def plan_windows(
     max_windows: int,
     steps_per_epoch: int | None,
     off_reason: str | None = None,
+    steps_per_execution: int = 1,
 ) -> tuple[WindowSchedule | None, int, str | None]:
     """The fit's window schedule (None: no windows), the step of an epoch where later
     windows open, and a note for the trace when windows are off.
+
+    Steps here are the session's steps, one per train-function call: with
+    ``steps_per_execution`` > 1 an epoch of ``steps_per_epoch`` batches has fewer of them.
 
     Args:
         profile: True/False as the user asked; None: on unless ``off_reason`` says why not.
         start: the first window's step; None: after warm-up, or a third of a short epoch.
         steps: steps per window.
         max_windows: at most this many windows.
-        steps_per_epoch: Keras's steps per epoch when known.
+        steps_per_epoch: Keras's steps (batches) per epoch when known.
         off_reason: why windows are off by default on this run (the backend's adapter).
+        steps_per_execution: the batches Keras runs per train-function call.
     """
+    per_epoch = None
+    if steps_per_epoch is not None:
+        per_epoch = -(-steps_per_epoch // max(1, steps_per_execution))  # calls per epoch
     in_epoch = DEFAULT_WARMUP_STEPS
-    if steps_per_epoch is not None and steps_per_epoch >= 4 * steps:
-        in_epoch = steps_per_epoch // 2  # later windows: mid-epoch
+    if per_epoch is not None and per_epoch >= 4 * steps:
+        in_epoch = per_epoch // 2  # later windows: mid-epoch
+    elif per_epoch is not None and 0 < per_epoch <= in_epoch:
+        in_epoch = per_epoch // 3  # an epoch too short to reach the default step
     if profile is None and off_reason:
         return None, in_epoch, off_reason
     if profile is False:
         note = "profiler window off (profile=False): no per-step input/compute/sync split, "
         return None, in_epoch, note + "host signals only"
     if start is None:
-        short = steps_per_epoch is not None and 0 < steps_per_epoch < 3 * DEFAULT_WARMUP_STEPS
-        start = max(1, steps_per_epoch // 3) if short and steps_per_epoch else DEFAULT_WARMUP_STEPS
+        short = per_epoch is not None and 0 < per_epoch < 3 * DEFAULT_WARMUP_STEPS
+        start = max(1, per_epoch // 3) if short and per_epoch else DEFAULT_WARMUP_STEPS
     return WindowSchedule(start, steps, max_windows=max_windows), in_epoch, None
 
 

@@ -199,6 +199,11 @@ class RecordingSession:
         now = now_us()
         self.close_step(now)
         self.writer.span("epoch", self._epoch_begin_us, now, epoch=epoch)
+        missed = None
+        if self.schedule is not None:
+            missed = self.schedule.missed(self._epoch, self._epoch_step, self.in_epoch_start)
+        if missed:  # docs/callback.md promises one per early epoch: say why not
+            self.writer.update_meta(limitations=[missed])
 
     def test_begin(self) -> None:
         self._test_begin_us = now_us()
