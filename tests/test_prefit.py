@@ -27,6 +27,44 @@ def test_diagnose_takes_the_handed_findings_for_a_trace_without_configuration():
     assert "sequential-map" not in [f.id for f in diagnose([Timeline()]).findings]
 
 
+def _recorded(config: RunConfig, input_frac: float) -> Timeline:
+    """A trace whose header records ``config``, its steps waiting ``input_frac`` on input."""
+    from tests.synth import periodic
+
+    tl = periodic(input_frac=input_frac, compute_frac=0.3)
+    tl.meta.config = config
+    return tl
+
+
+def test_diagnose_never_judges_the_lints_again_when_handed_them(monkeypatch):
+    from gpudiag.analyze import rules
+
+    cfg = RunConfig(input_kind="tf.data", python_ops=True)
+    pre = judge(cfg).findings
+    monkeypatch.setattr(rules, "lint", lambda config: pytest.fail("lints judged again"))
+    # the recorder judged the configuration before the first step: its verdict stands
+    assert "python-generator" not in diagnose([_recorded(cfg, 0.5)], prefit=[]).finding_ids
+    found = {f.id: f for f in diagnose([_recorded(cfg, 0.5)], prefit=pre).findings}
+    # the trace still refines the lint: the measured input share sets its severity
+    f = found["python-generator"]
+    assert (f.severity, f.source, f.evidence["input_share_pct"]) == ("high", "trace", 50.0)
+    low = {f.id: f for f in diagnose([_recorded(cfg, 0.1)], prefit=pre).findings}
+    assert low["python-generator"].severity == "moderate"
+    assert pre[0].severity == "moderate" and pre[0].source == "lint"  # handed ones untouched
+
+
+def test_without_handed_lints_diagnose_judges_them_once_per_rank(monkeypatch):
+    from gpudiag.analyze import rules
+
+    calls: list[RunConfig] = []
+    real = rules.lint
+    monkeypatch.setattr(rules, "lint", lambda config: calls.append(config) or real(config))
+    cfg = RunConfig(input_kind="generator")
+    d = diagnose([_recorded(cfg, 0.5), _recorded(cfg, 0.5)])
+    assert len(calls) == 2 and all(c.input_kind == "generator" for c in calls)
+    assert d.finding_ids.count("python-generator") == 1
+
+
 @pytest.mark.train
 @pytest.mark.timeout(240)
 def test_a_fit_judges_its_configuration_once_and_prints_it_once(tmp_path, monkeypatch, capfd):

@@ -199,7 +199,14 @@ def test_gain_model_pieces():
 def test_every_rule_is_registered_once_with_an_id_and_scope():
     ids = [r.ID for r in rules.RULES]
     assert len(ids) == len(set(ids))
-    assert all(callable(getattr(r, "detect", None)) for r in rules.RANK_RULES)
+    # a rank rule is a lint (judged once on the RunConfig) or a trace rule, never both
+    for r in rules.RANK_RULES:
+        lint = getattr(r, "KIND", "") == "lint"
+        assert lint == callable(getattr(r, "check", None)), r.ID
+        assert lint != callable(getattr(r, "detect", None)), r.ID
+    assert set(rules.LINT_RULES) == {
+        r for r in rules.RANK_RULES if getattr(r, "KIND", "") == "lint"
+    }
     assert all(callable(getattr(r, "detect_run", None)) for r in rules.RUN_RULES)
     assert not set(rules.RANK_RULES) & set(rules.RUN_RULES)
     # the package holds rules only: every module in it is a registered rule
@@ -231,6 +238,8 @@ def test_every_rule_has_its_tests_its_docs_and_its_docstring():
         name = r.__name__.rsplit(".", 1)[-1]
         assert (repo / "tests" / "rules" / f"test_{name}.py").exists(), name
         assert f"| `{r.ID}` |" in catalogue, r.ID
+        lint = getattr(r, "KIND", "") == "lint"  # the catalogue's source column says so
+        assert (f"| `{r.ID}` | rank | lint" in catalogue) is lint, r.ID
         doc = r.__doc__ or ""
         assert doc.startswith(f"``{r.ID}``") and "Example" in doc and "Fix" in doc, name
 

@@ -37,7 +37,7 @@ from gpudiag.analyze.step_times import step_stats
 from gpudiag.analyze.timing_verdict import timing_verdict
 from gpudiag.analyze.verdict import Doubts, Verdict, judge
 from gpudiag.trace.runconfig import RunConfig
-from gpudiag.trace.timeline import RecordedFinding, Timeline
+from gpudiag.trace.timeline import Timeline
 
 __all__ = ["Diagnosis", "diagnose"]
 
@@ -108,17 +108,18 @@ def _rank_findings(
     host: HostFacts,
     prefit: Sequence[Finding] | None = None,
 ) -> list[Finding]:
-    found = rules.detect(RankEvidence(tl, b, gaps, cfg, host))
-    if not cfg.to_dict() or not tl.meta.config.to_dict():
-        # no recorded configuration: keep the lints its recorder made (handed in, or read back)
-        ids = {f.id for f in found}
-        made: Sequence[Finding | RecordedFinding] = tl.findings if prefit is None else prefit
-        found += [
+    """One rank's findings. The lints are judged once: those its recorder handed over
+    (``prefit``), else from the rank's configuration here; the trace only refines them."""
+    lints = list(prefit) if prefit is not None else rules.lint(cfg)
+    if prefit is None and not tl.meta.config.to_dict():
+        # no recorded configuration: keep the lints its recorder made, as read back
+        ids = {f.id for f in lints}
+        lints += [
             Finding(f.id, f.severity, f.title, dict(f.evidence), "lint")
-            for f in made
+            for f in tl.findings
             if f.id not in ids
         ]
-    return found
+    return rules.detect(RankEvidence(tl, b, gaps, cfg, host), lints)
 
 
 def _verdict(

@@ -11,6 +11,7 @@ from gpudiag.analyze.breakdown import CATEGORIES, step_breakdown
 from gpudiag.analyze.diagnosis import Finding, Suggestion
 from gpudiag.analyze.evidence import HostFacts, RankEvidence, Situation
 from gpudiag.analyze.gaps import idle_gaps
+from gpudiag.analyze.rules import LintRule, RefinedLint
 from gpudiag.trace.runconfig import RunConfig
 from gpudiag.trace.timeline import Kind, Timeline
 from tests.synth import periodic
@@ -74,3 +75,12 @@ def tiny_kernels(idle: float, kernel_us: float = 10.0, steps: int = 10) -> Timel
         range(steps), [i * step for i in range(steps)], [(i + 1) * step for i in range(steps)]
     )
     return tl.freeze()
+
+
+def detect(rule: Any, ev: RankEvidence) -> Finding | None:
+    """What ``diagnose`` makes of one rule on one rank: a lint judged on the configuration
+    (then refined by the trace where it says how), any other rule detected on the trace."""
+    if isinstance(rule, LintRule):
+        found = rule.check(ev.config)
+        return rule.refine(found, ev) if isinstance(rule, RefinedLint) else found
+    return rule.detect(ev)

@@ -8,7 +8,7 @@ from gpudiag.analyze import rules
 from gpudiag.analyze.diagnosis import Finding
 from gpudiag.analyze.rules import batch_not_multiple_of_replicas as rule
 from gpudiag.trace.runconfig import RunConfig
-from tests.rules.kit import lint, situation
+from tests.rules.kit import detect, lint, situation
 
 
 @pytest.mark.parametrize(
@@ -16,7 +16,7 @@ from tests.rules.kit import lint, situation
     [(98, 4, True), (96, 4, False), (97, 1, False), (3, 4, True), (None, 4, False)],
 )
 def test_fires_only_on_a_remainder_over_several_replicas(batch, replicas, fires):
-    f = rule.detect(lint(global_batch=batch, replicas=replicas))
+    f = detect(rule, lint(global_batch=batch, replicas=replicas))
     assert (f is not None) is fires
     if f is not None:
         assert f.severity == "high" and f.source == "lint"
@@ -24,14 +24,14 @@ def test_fires_only_on_a_remainder_over_several_replicas(batch, replicas, fires)
 
 
 def test_names_the_two_nearest_batches_that_divide():
-    f = rule.detect(lint(global_batch=98, replicas=4))
+    f = detect(rule, lint(global_batch=98, replicas=4))
     assert "96 or 100" in f.evidence["fix"]
     # below one sample per replica the smallest even split is one each
-    assert "4 or 4" in rule.detect(lint(global_batch=3, replicas=4)).evidence["fix"]
+    assert "4 or 4" in detect(rule, lint(global_batch=3, replicas=4)).evidence["fix"]
 
 
 def test_the_fix_is_a_correctness_fix_shown_first_whatever_its_gain():
-    f = rule.detect(lint(global_batch=98, replicas=4))
+    f = detect(rule, lint(global_batch=98, replicas=4))
     (sug,) = rule.advise(f, situation())
     assert sug.expected_gain == 1.0 and sug.expected_gain_range == []
     slow = Finding("xla-off", "info", "t", {"compute_share_pct": 90.0})

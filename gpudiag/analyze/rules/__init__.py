@@ -1,20 +1,24 @@
 """The rules registry: one module per finding id, listed once in ``RANK_RULES`` or
 ``RUN_RULES``.
 
-A rank rule (``RankRule``) judges one timeline: ``detect(RankEvidence)``. A run rule
-(``RunRule``) judges every rank at once: ``detect_run(RunEvidence)`` (a straggler shows only
-against the other ranks). Both hold ``ID``, ``advise(finding, situation) -> [Suggestion]`` with
-its gain model, and their thresholds with their reasons. Adding a finding means adding one
-module and one line here (docs/rules.md).
+A rank rule (``RankRule``) judges one timeline: ``detect(RankEvidence)``. A lint
+(``LintRule``, ``KIND = "lint"``) reads only the ``RunConfig``: ``check(config)``, judged once
+per configuration (before the first step, or once per trace), never again against the trace;
+where the trace adds to it (a measured input share, a tf.data stage in a profile) its
+``refine(finding, evidence)`` does so. A run rule (``RunRule``) judges every rank at once:
+``detect_run(RunEvidence)`` (a straggler shows only against the other ranks). All hold ``ID``,
+``advise(finding, situation) -> [Suggestion]`` with its gain model, and their thresholds with
+their reasons. Adding a finding means adding one module and one line here (docs/rules.md).
 
-    findings = detect(evidence)                  # one rank
+    lints = lint(config)                         # the lints, once
+    findings = detect(evidence, lints)           # one rank: its rules, the lints refined
     suggestions = advise(findings, situation)    # one ranked, coherent list
-    pre_fit = lint(config)                       # rules that need only the run config
 """
 
 from __future__ import annotations
 
-from typing import Protocol
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
 
 from gpudiag.analyze.diagnosis import Finding, Suggestion
 from gpudiag.analyze.evidence import HostFacts, RankEvidence, RunEvidence, Situation
@@ -52,7 +56,6 @@ from gpudiag.analyze.rules import (
     xla_off,
 )
 from gpudiag.trace.runconfig import RunConfig
-from gpudiag.trace.timeline import Timeline
 
 
 class RankRule(Protocol):
@@ -63,6 +66,26 @@ class RankRule(Protocol):
     def detect(self, ev: RankEvidence) -> Finding | None: ...
 
     def advise(self, f: Finding, s: Situation) -> list[Suggestion]: ...
+
+
+@runtime_checkable
+class LintRule(Protocol):
+    """A rule judged on the run's configuration alone, once."""
+
+    ID: str
+    KIND: str  # "lint"
+
+    def check(self, cfg: RunConfig) -> Finding | None: ...
+
+    def advise(self, f: Finding, s: Situation) -> list[Suggestion]: ...
+
+
+@runtime_checkable
+class RefinedLint(LintRule, Protocol):
+    """A lint the trace adds to: ``refine`` takes the lint's finding (None: the
+    configuration did not show it) and returns it as the trace shows it."""
+
+    def refine(self, f: Finding | None, ev: RankEvidence) -> Finding | None: ...
 
 
 class RunRule(Protocol):
@@ -76,7 +99,7 @@ class RunRule(Protocol):
 
 
 # Order = tie-break order of the report: correctness first, then causes before symptoms.
-RANK_RULES: tuple[RankRule, ...] = (
+RANK_RULES: tuple[RankRule | LintRule, ...] = (
     batch_not_multiple_of_replicas,
     partial_last_batch,
     cpu_contention,
@@ -109,7 +132,8 @@ RANK_RULES: tuple[RankRule, ...] = (
     gpu_idle_gaps,
 )
 RUN_RULES: tuple[RunRule, ...] = (straggler,)
-RULES: tuple[RankRule | RunRule, ...] = RANK_RULES + RUN_RULES
+RULES: tuple[RankRule | LintRule | RunRule, ...] = RANK_RULES + RUN_RULES
+LINT_RULES: tuple[LintRule, ...] = tuple(r for r in RANK_RULES if isinstance(r, LintRule))
 
 SEVERITY_ORDER = {"high": 0, "moderate": 1, "info": 2}
 MIN_GAIN = 1.02  # a change worth less than 2% is not worth the reader's time
@@ -119,12 +143,15 @@ FREES_RESOURCES = {"gpus-held-idle"}  # shown for what they free for others, not
 ALWAYS_SHOWN = CORRECTNESS | FREES_RESOURCES  # shown first, whatever their gain
 
 __all__ = [
+    "LINT_RULES",
     "RANK_RULES",
     "RULES",
     "RUN_RULES",
     "HostFacts",
+    "LintRule",
     "RankEvidence",
     "RankRule",
+    "RefinedLint",
     "RunEvidence",
     "RunRule",
     "Situation",
@@ -135,9 +162,23 @@ __all__ = [
 ]
 
 
-def detect(ev: RankEvidence) -> list[Finding]:
-    """Every per-rank rule's finding for one timeline."""
-    return [f for rule in RANK_RULES if (f := rule.detect(ev)) is not None]
+def detect(ev: RankEvidence, lints: Sequence[Finding] = ()) -> list[Finding]:
+    """One rank's findings, in the registry's order: each rank rule's, and the ``lints``
+    judged before (``lint``), taken as they are or refined by the trace; no lint is judged
+    again here."""
+    made = {f.id: f for f in lints}
+    out: list[Finding] = []
+    for rule in RANK_RULES:
+        if isinstance(rule, LintRule):
+            f = made.get(rule.ID)
+            if isinstance(rule, RefinedLint):
+                f = rule.refine(f, ev)
+        else:
+            f = rule.detect(ev)
+        if f is not None:
+            out.append(f)
+    known = {rule.ID for rule in LINT_RULES}
+    return out + [f for f in lints if f.id not in known]  # a recorder's own lints, kept
 
 
 def detect_run(run: RunEvidence) -> list[Finding]:
@@ -147,7 +188,7 @@ def detect_run(run: RunEvidence) -> list[Finding]:
 
 def lint(config: RunConfig) -> list[Finding]:
     """Findings that follow from the configuration alone (before the first step)."""
-    return detect(RankEvidence(Timeline(), None, [], config, HostFacts()))
+    return [f for rule in LINT_RULES if (f := rule.check(config)) is not None]
 
 
 def _worth_showing(s: Suggestion) -> bool:

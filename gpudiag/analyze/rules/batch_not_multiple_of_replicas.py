@@ -12,13 +12,15 @@ Example: "Global batch 98 does not divide by 4 replicas". Fix: a global batch of
 from __future__ import annotations
 
 from gpudiag.analyze.diagnosis import Finding, Suggestion
-from gpudiag.analyze.evidence import RankEvidence, Situation
+from gpudiag.analyze.evidence import Situation
+from gpudiag.trace.runconfig import RunConfig
 
 ID = "batch-not-multiple-of-replicas"
+KIND = "lint"  # reads only the RunConfig: judged once, before the first step
 
 
-def detect(ev: RankEvidence) -> Finding | None:
-    batch, replicas = ev.config.global_batch, ev.config.replicas or 1
+def check(cfg: RunConfig) -> Finding | None:
+    batch, replicas = cfg.global_batch, cfg.replicas or 1
     if replicas <= 1 or not batch or batch % replicas == 0:
         return None
     lo = max(replicas, batch // replicas * replicas)

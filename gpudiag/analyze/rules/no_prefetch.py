@@ -12,14 +12,15 @@ Example: "Input pipeline has no prefetch and TensorFlow's automatic one is off".
 from __future__ import annotations
 
 from gpudiag.analyze.diagnosis import Finding, Suggestion
-from gpudiag.analyze.evidence import RankEvidence, Situation
+from gpudiag.analyze.evidence import Situation
 from gpudiag.analyze.input_plan import input_remedies
+from gpudiag.trace.runconfig import RunConfig
 
 ID = "no-prefetch"
+KIND = "lint"  # reads only the RunConfig: judged once, before the first step
 
 
-def detect(ev: RankEvidence) -> Finding | None:
-    cfg = ev.config
+def check(cfg: RunConfig) -> Finding | None:
     if cfg.input_kind != "tf.data" or cfg.prefetch or cfg.root_prefetch is not False:
         return None
     return Finding(

@@ -12,13 +12,14 @@ or unknown.
 from __future__ import annotations
 
 from gpudiag.analyze.diagnosis import Finding, Suggestion
-from gpudiag.analyze.evidence import RankEvidence, Situation
+from gpudiag.analyze.evidence import Situation
+from gpudiag.trace.runconfig import RunConfig
 
 ID = "partial-last-batch"
+KIND = "lint"  # reads only the RunConfig: judged once, before the first step
 
 
-def detect(ev: RankEvidence) -> Finding | None:
-    cfg = ev.config
+def check(cfg: RunConfig) -> Finding | None:
     batch, replicas, samples = cfg.global_batch, cfg.replicas or 1, cfg.samples
     if replicas <= 1 or not batch or not samples or samples % batch == 0:
         return None

@@ -16,8 +16,10 @@ from gpudiag.analyze import thresholds as T
 from gpudiag.analyze.diagnosis import Finding, Suggestion
 from gpudiag.analyze.evidence import RankEvidence, Situation, pct
 from gpudiag.analyze.input_plan import input_remedies
+from gpudiag.trace.runconfig import RunConfig
 
 ID = "python-generator"
+KIND = "lint"  # judged once from the RunConfig; ``refine`` adds what the trace measured
 
 TITLES = {
     "generator": "Input comes from a Python generator (one thread, holds the GIL)",
@@ -25,8 +27,8 @@ TITLES = {
 }
 
 
-def detect(ev: RankEvidence) -> Finding | None:
-    cfg = ev.config
+def check(cfg: RunConfig) -> Finding | None:
+    """The lint: Python input, from the configuration alone."""
     python = bool(cfg.python_ops) or cfg.input_kind in ("generator", "pydataset")
     if not python:
         return None
@@ -36,22 +38,35 @@ def detect(ev: RankEvidence) -> Finding | None:
         and (cfg.workers or 1) >= max(2, cfg.cores or 2)
     ):
         return None  # as many worker processes as cores: the GIL is not shared
-    share = ev.input_share
-    evidence: dict[str, object] = {
-        "input": cfg.input_kind or "tf.data",
-        "workers": cfg.workers or 1,
-        "use_multiprocessing": bool(cfg.use_multiprocessing),
-    }
-    if share is not None:
-        evidence["input_share_pct"] = pct(share)
     return Finding(
         id=ID,
-        severity="high" if share is not None and share >= T.INPUT_HIGH else "moderate",
+        severity="moderate",
         title=TITLES.get(
             cfg.input_kind or "", "Python code inside tf.data (from_generator / py_function)"
         ),
-        evidence=evidence,
-        source="lint" if share is None else "trace",
+        evidence={
+            "input": cfg.input_kind or "tf.data",
+            "workers": cfg.workers or 1,
+            "use_multiprocessing": bool(cfg.use_multiprocessing),
+        },
+        source="lint",
+    )
+
+
+def refine(f: Finding | None, ev: RankEvidence) -> Finding | None:
+    """The trace side: a py_function stage in a TF profile raises it where the configuration
+    did not show it; the measured input share sets its severity."""
+    if f is None and ev.timeline.pipeline.get("py_function"):
+        f = check(ev.config)
+    share = ev.input_share
+    if f is None or share is None:
+        return f
+    return Finding(
+        f.id,
+        "high" if share >= T.INPUT_HIGH else "moderate",
+        f.title,
+        {**f.evidence, "input_share_pct": pct(share)},
+        "trace",
     )
 
 

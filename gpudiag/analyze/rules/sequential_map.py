@@ -17,21 +17,41 @@ from gpudiag.analyze import thresholds as T
 from gpudiag.analyze.diagnosis import Finding, Suggestion
 from gpudiag.analyze.evidence import RankEvidence, Situation, pct
 from gpudiag.analyze.input_plan import input_remedies
+from gpudiag.trace.runconfig import RunConfig
 
 ID = "sequential-map"
+KIND = "lint"  # judged once from the RunConfig; ``refine`` adds what the trace showed
 
 
-def detect(ev: RankEvidence) -> Finding | None:
-    cfg = ev.config
+def check(cfg: RunConfig) -> Finding | None:
+    """The lint: sequential maps, from the configuration alone."""
     if not cfg.sequential_maps:
+        return None
+    return Finding(
+        id=ID,
+        severity="moderate",
+        title=f"{cfg.sequential_maps} tf.data map(s) run sequentially (no num_parallel_calls)",
+        evidence={
+            "sequential_maps": cfg.sequential_maps,
+            "parallel_maps": cfg.parallel_maps or 0,
+        },
+        source="lint",
+    )
+
+
+def refine(f: Finding | None, ev: RankEvidence) -> Finding | None:
+    """The trace side: a sequential ``Map`` stage in a TF profile raises it where the
+    configuration did not show it; a profile that shows the input time in another stage
+    withdraws it; the measured input share sets its severity."""
+    cfg = ev.config
+    if f is None and ev.timeline.pipeline.get("sequential_map"):
+        f = check(cfg)
+    if f is None:
         return None
     if cfg.input_stage is not None and cfg.input_stage != "map-sequential":
         return None  # the input time goes elsewhere: that stage's remedy is the one
     share = ev.input_share
-    evidence: dict[str, object] = {
-        "sequential_maps": cfg.sequential_maps,
-        "parallel_maps": cfg.parallel_maps or 0,
-    }
+    evidence = dict(f.evidence)
     if share is not None:
         evidence["input_share_pct"] = pct(share)
     chain = ev.timeline.pipeline.get("iterator_chains") or ev.timeline.pipeline.get(
@@ -44,11 +64,11 @@ def detect(ev: RankEvidence) -> Finding | None:
             else " <- ".join(map(str, chain))
         )
     return Finding(
-        id=ID,
-        severity="high" if share is not None and share >= T.INPUT_HIGH else "moderate",
-        title=f"{cfg.sequential_maps} tf.data map(s) run sequentially (no num_parallel_calls)",
-        evidence=evidence,
-        source="lint" if share is None else "trace",
+        f.id,
+        "high" if share is not None and share >= T.INPUT_HIGH else "moderate",
+        f.title,
+        evidence,
+        "lint" if share is None else "trace",
     )
 
 

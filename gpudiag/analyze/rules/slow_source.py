@@ -11,14 +11,15 @@ range (it depends on the storage), advised only above 2% input wait.
 from __future__ import annotations
 
 from gpudiag.analyze.diagnosis import Finding, Suggestion
-from gpudiag.analyze.evidence import RankEvidence, Situation
+from gpudiag.analyze.evidence import Situation
 from gpudiag.analyze.gain import Gain, removed
+from gpudiag.trace.runconfig import RunConfig
 
 ID = "slow-source"
+KIND = "lint"  # reads only the RunConfig: judged once, before the first step
 
 
-def detect(ev: RankEvidence) -> Finding | None:
-    cfg = ev.config
+def check(cfg: RunConfig) -> Finding | None:
     if not cfg.file_source or cfg.cache or cfg.interleave:
         return None
     return Finding(

@@ -13,17 +13,18 @@ Fix: train on one device (or fewer), or give each replica more work per all-redu
 from __future__ import annotations
 
 from gpudiag.analyze.diagnosis import Finding, Suggestion
-from gpudiag.analyze.evidence import RankEvidence, Situation
+from gpudiag.analyze.evidence import Situation
 from gpudiag.analyze.gain import Gain
 from gpudiag.analyze.rules.exposed_collectives import more_work_per_allreduce
+from gpudiag.trace.runconfig import RunConfig
 
 ID = "small-model-multi-gpu"
+KIND = "lint"  # reads only the RunConfig: judged once, before the first step
 SMALL_MODEL_PARAMS = 1_000_000  # below this, one replica's compute cannot hide an all-reduce
 SMALL_PER_REPLICA_BATCH = 16  # per-replica batches this small starve each device
 
 
-def detect(ev: RankEvidence) -> Finding | None:
-    cfg = ev.config
+def check(cfg: RunConfig) -> Finding | None:
     replicas, per = cfg.replicas or 1, cfg.per_replica_batch
     if replicas <= 1 or per is None:
         return None
