@@ -2,7 +2,7 @@
 are chosen against. Pure.
 
 ev = RankEvidence(timeline, breakdown, gaps, config, host)
-finding = rank_rule.detect(ev)                  # Finding | None
+finding = rank_rule.detect(ev)                  # Finding | None (a lint: check(config))
 finding = run_rule.detect_run(RunEvidence(labels, breakdowns, waited_for))
 suggestions = rule.advise(finding, situation)   # [Suggestion]
 """

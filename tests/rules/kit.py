@@ -34,7 +34,7 @@ def evidence(
 
 
 def lint(**config: Any) -> RankEvidence:
-    """What a lint sees before the first step: the configuration only (``rules.lint``)."""
+    """A lint's evidence before the first step: the configuration only (``rules.lint``)."""
     return RankEvidence(Timeline(), None, [], RunConfig(**config), HostFacts())
 
 
