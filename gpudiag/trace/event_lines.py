@@ -99,14 +99,19 @@ def _lines(f: ByteReader) -> Iterator[bytes]:
 
 
 def _read_head(lines: Iterator[bytes]) -> None:
-    """Consume the lines up to the opening bracket of the event list."""
-    head = b""
+    """Consume the lines up to the opening bracket of the event list. Linear in the head:
+    each line is looked at once (a head of a million blank lines must not cost a million
+    copies of itself)."""
+    parts: list[bytes] = []
+    size = 0
     for line in lines:
-        head += line + b"\n"
-        if head.rstrip().endswith(b"["):
+        parts.append(line)
+        size += len(line) + 1
+        if line.rstrip().endswith(b"["):
             break
-        if len(head) > MAX_HEAD:
+        if size > MAX_HEAD:
             raise NotLines
+    head = b"\n".join(parts)
     try:
         top = orjson.loads(head + b"]}")
     except orjson.JSONDecodeError:
