@@ -76,27 +76,52 @@ class ChromeDoc:
         return key
 
 
-def check_event(ev: Any, path: str) -> dict[str, Any]:
+# Plausible times (µs). A clock beyond 2**53 µs (the year 2255 on the Unix epoch clock
+# Kineto and gpudiag use) no longer tells one microsecond from the next in a float, and no
+# event of a training run lasts 30 days (profilers record seconds to minutes; gpudiag's
+# longest events are its epoch spans). Beyond either, the writer was broken: 1e308 made a
+# 1e305 ms step and numpy overflowed summing such events. Docs: formats.md, "Bounds".
+MAX_TS_US = float(1 << 53)
+MAX_DUR_US = 30 * 86_400e6
+MAX_DUR_DAYS = 30
+
+
+def check_event(ev: Any, path: str) -> dict[str, Any] | None:
     """An event must be an object whose ``ts`` and ``dur`` (when present) are finite numbers
     (an infinite kernel would make any run "compute-bound", NaN poisons every sum) and whose
-    ``args`` (when present) is an object, as every reader takes it to be."""
+    ``args`` (when present) is an object, as every reader takes it to be; else a TraceError.
+    None for an event whose times are numbers but impossible (``plausible``): the caller
+    drops it and counts it (``dropped_note``)."""
     if type(ev) is dict:
-        # the common case, once per event: finite floats (x - x is NaN for inf and NaN)
+        # the common case, once per event: plausible floats (a comparison with NaN is False)
         ts = ev.get("ts")
         dur = ev.get("dur")
         args = ev.get("args")
         if (
-            (ts is None or (type(ts) is float and ts - ts == 0.0))
-            and (dur is None or (type(dur) is float and dur - dur == 0.0))
+            (ts is None or (type(ts) is float and -MAX_TS_US <= ts <= MAX_TS_US))
+            and (dur is None or (type(dur) is float and 0.0 <= dur <= MAX_DUR_US))
             and (args is None or type(args) is dict)
         ):
             return ev
     return _check_event_slowly(ev, path)
 
 
-def _check_event_slowly(ev: Any, path: str) -> dict[str, Any]:
-    """``check_event`` for what its fast path does not settle: ints, numeric strings and
-    every kind of error."""
+def plausible(ts: float, dur: float = 0.0) -> bool:
+    """Whether a start and a duration (µs) can belong to a real event."""
+    return -MAX_TS_US <= ts <= MAX_TS_US and 0.0 <= dur <= MAX_DUR_US
+
+
+def dropped_note(n: int) -> str:
+    """The limitation line for ``n`` events dropped as impossible."""
+    return (
+        f"{n:,} event{'s' if n > 1 else ''} with impossible times dropped (a negative "
+        f"duration or one over {MAX_DUR_DAYS} days, or a timestamp beyond 2^53 µs)"
+    )
+
+
+def _check_event_slowly(ev: Any, path: str) -> dict[str, Any] | None:
+    """``check_event`` for what its fast path does not settle: ints, numeric strings,
+    impossible times and every kind of error."""
     if not isinstance(ev, dict):
         raise TraceError(path, f"trace event is a {type(ev).__name__}, expected an object")
     args = ev.get("args")
@@ -104,47 +129,64 @@ def _check_event_slowly(ev: Any, path: str) -> dict[str, Any]:
         name = str(ev.get("name"))[:40]
         kind = type(args).__name__
         raise TraceError(path, f"malformed event {name!r}: args is a {kind}, expected an object")
+    times = []
     for key in ("ts", "dur"):
         v = ev.get(key)
-        if v is None or (type(v) is float and math.isfinite(v)) or type(v) is int:
+        if v is None:
+            times.append(0.0)
             continue
         try:
-            ok = not isinstance(v, bool) and math.isfinite(float(v))
+            f = float(v) if not isinstance(v, bool) else math.nan
         except (TypeError, ValueError, OverflowError):
-            ok = False
-        if not ok:
+            f = math.nan
+        if not math.isfinite(f):
             name = str(ev.get("name"))[:40]
             raise TraceError(
                 path,
                 f"malformed event {name!r}: {key} is {str(v)[:20]!r}, expected a finite number",
             )
-    return ev
+        times.append(f)
+    return ev if plausible(*times) else None
 
 
 class EventStream:
     """The events of a Chrome trace file, streamed anew on each iteration (bounded memory:
     one event at a time, decoded line by line where the file has one event per line
-    (``event_lines.py``), else by ijson; ``open_stream`` bounds nesting, strings and gzip)."""
+    (``event_lines.py``), else by ijson; ``open_stream`` bounds nesting, strings and gzip).
+    Events with impossible times are left out; ``dropped`` counts them (the most any pass
+    met: every pass reads the same events, a partial pass fewer)."""
 
     def __init__(self, path: str, prefix: str) -> None:
         self.path = path
         self.prefix = prefix
+        self.dropped = 0
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         import ijson
 
-        given = 0
-        if self.prefix == "traceEvents.item":  # one event per line: orjson, line by line
-            try:
-                for ev in line_events(self.path):
-                    yield check_event(ev, self.path)
-                    given += 1
-                return
-            except NotLines:
-                pass  # ijson gives the same events up to there: skip those
-        with open_stream(self.path, json_guard=True) as f, json_errors(self.path):
-            for ev in islice(ijson.items(f, self.prefix, use_float=True), given, None):
-                yield check_event(ev, self.path)
+        given = dropped = 0
+        try:
+            if self.prefix == "traceEvents.item":  # one event per line: orjson, line by line
+                try:
+                    for ev in line_events(self.path):
+                        given += 1
+                        checked = check_event(ev, self.path)
+                        if checked is None:
+                            dropped += 1
+                        else:
+                            yield checked
+                    return
+                except NotLines:
+                    pass  # ijson gives the same events up to there: skip those
+            with open_stream(self.path, json_guard=True) as f, json_errors(self.path):
+                for ev in islice(ijson.items(f, self.prefix, use_float=True), given, None):
+                    checked = check_event(ev, self.path)
+                    if checked is None:
+                        dropped += 1
+                    else:
+                        yield checked
+        finally:
+            self.dropped = max(self.dropped, dropped)
 
 
 @contextlib.contextmanager

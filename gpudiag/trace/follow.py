@@ -111,7 +111,8 @@ class TraceTail:
                 ev = parse_line(raw)
                 if ev is None:
                     continue
-                check_event(ev, self.path)
+                if check_event(ev, self.path) is None:
+                    raise ValueError("impossible times")
                 validate_event(ev)
             except (ValueError, TypeError, KeyError, OverflowError, TraceError):
                 self.bad_lines += 1  # one bad line must not freeze the panel

@@ -17,11 +17,14 @@ from __future__ import annotations
 import codecs
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gpudiag.trace.errors import TraceError
 from gpudiag.trace.limits import ReadLimits
 from gpudiag.trace.timeline import Timeline
+
+if TYPE_CHECKING:
+    from gpudiag.trace.chrome import ChromeDoc
 
 SNIFF_BYTES = 4096
 
@@ -94,12 +97,23 @@ def _chrome_identity(head: bytes) -> Identity:
 
 
 def _read_chrome(path: str, head: bytes, limits: ReadLimits) -> list[Timeline]:
+    """Kineto or TF trace viewer; the events dropped for impossible times are said."""
+    from gpudiag.trace.chrome import EventStream, dropped_note, open_chrome
+
+    doc = open_chrome(path, index=False)
+    timelines = _read_chrome_doc(doc, path)
+    dropped = doc.events.dropped if isinstance(doc.events, EventStream) else 0
+    for tl in timelines if dropped else ():
+        tl.meta.limitations.append(dropped_note(dropped))
+    return timelines
+
+
+def _read_chrome_doc(doc: ChromeDoc, path: str) -> list[Timeline]:
     """Kineto or TF trace viewer, told apart by top-level keys, then by event names."""
-    from gpudiag.trace.chrome import index_head, index_names, open_chrome
+    from gpudiag.trace.chrome import index_head, index_names
     from gpudiag.trace.kineto import TOP_KEYS, looks_like_kineto, read_kineto
     from gpudiag.trace.tfprof import looks_like_tf, read_tf_stream, read_tf_trace
 
-    doc = open_chrome(path, index=False)
     if any(k in doc.top for k in TOP_KEYS):  # Kineto: no names needed, one pass
         return read_kineto(doc, path)
     index_head(doc)

@@ -20,7 +20,7 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from gpudiag.trace.chrome import check_event, loads
+from gpudiag.trace.chrome import check_event, dropped_note, loads
 from gpudiag.trace.errors import TraceError
 from gpudiag.trace.gpudiag_events import (
     CAT_DEVICE,
@@ -148,6 +148,7 @@ class _Events:
         self.path = path
         self.truncated = False
         self.closed = False  # the last line holds the closing bracket: the run ended
+        self.dropped = 0  # events with impossible times (chrome.check_event), left out
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         bad: int | None = None
@@ -162,7 +163,11 @@ class _Events:
                 bad = lineno
                 continue
             if ev is not None:
-                yield check_event(ev, self.path)
+                checked = check_event(ev, self.path)
+                if checked is None:
+                    self.dropped += 1
+                else:
+                    yield checked
         self.truncated = bad is not None
         self.closed = bad is None and last.rstrip().endswith(b"]")
 
@@ -201,4 +206,6 @@ def _read_stream(f: ByteReader, path: str) -> list[Timeline]:
             "trace cut short: the run was killed or is still running (no closing bracket); "
             "read up to its last complete event"
         )
+    if events.dropped:
+        tl.meta.limitations.append(dropped_note(events.dropped))
     return [tl.freeze()]
