@@ -4,7 +4,9 @@ small; each test failed before its fix."""
 
 from __future__ import annotations
 
+import gzip
 import json
+import random
 import subprocess
 import sys
 import time
@@ -13,8 +15,11 @@ from pathlib import Path
 import pytest
 
 from gpudiag.record.writer import TraceWriter
+from gpudiag.trace import comm, facts
 from gpudiag.trace.event_lines import line_events
+from gpudiag.trace.name_scan import CACHE_CHARS, NameCache, lowered
 from gpudiag.trace.timeline import Metadata
+from tests.conftest import SAMPLES
 
 
 def _kineto(events: list[dict]) -> bytes:
@@ -130,3 +135,128 @@ def test_gpudiag_stream_events_with_impossible_times_are_dropped(tmp_path: Path)
     d = _analyze(p)
     assert d["steps"]["median_ms"] == pytest.approx(9.0)
     assert _said_dropped(d, len(IMPOSSIBLE))
+
+
+# ---- long names: bounded, cheap classification ------------------------------------------
+
+
+def _sample_names() -> set[str]:
+    names: set[str] = set()
+    for p in SAMPLES.glob("*.json.gz"):
+        with gzip.open(p) as f:
+            doc = json.loads(f.read())
+        events = doc["traceEvents"] if isinstance(doc, dict) else doc
+        names.update(e["name"] for e in events if isinstance(e.get("name"), str))
+    return names
+
+
+NAMED = [  # one name for each row of the tables, as docs/formats.md lists them
+    "void dpsk::ep::internode::combine<false, 8>(int)",
+    "deep_ep::intranode::dispatch",
+    "EpDispatchIntraNodeKernel",
+    "multimem_all_reduce",
+    "nvshmemi_proxy",
+    "mscclKernel",
+    "rcclKernel",
+    "ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)",
+    "ncclKernel_SendRecv",
+    "userbuffers_fp16_sum",
+    "cross_device_reduce_1stage",
+    "gloo:all_reduce",
+    "all-reduce-start.3",
+    "%collective-permute-done.1",
+    "jit(train)/jvp(model)/psum",
+    "CollectiveReduceV2",
+    "HorovodAllreduce",
+    "my_AllToAll_kernel",
+    "Memcpy DtoD (Device -> Device)",
+    "copy-start.2",
+    "sm90_xmma_gemm_e4m3bf16_e4m3f32",
+    "ampere_bf16_s16816gemm_bf16_128x64",
+    "volta_h884gemm_64x64",
+    "cutlass::Kernel<cutlass_80_tensorop_s1688gemm>",
+    "cutlass_x_sm90_y",
+    "void at::native::vectorized_elementwise_kernel<c10::Half>",
+    "imma_int8_kernel",
+    "tf32_gemm",
+    "flash_fwd_kernel",
+    "nchwToNhwcKernel",
+    "void tensorflow::functor::SwapDimension1And2InTensor3UsingTiles",
+    "autograd::engine::evaluate_function: AddmmBackward0",
+    "Optimizer.step#SGD.step",
+    "gradient_tape/model/dense/MatMul",
+    "ResourceApplyAdam",
+    "transpose(jvp(model))",
+    "AccumulateGrad",
+    "__inference_predict_function_123",
+    "serving_default_input",
+    "jit_predict_step",
+]
+
+
+def _plain_facts(name: str) -> tuple:
+    """What the facts tables say when each regex reads the whole name (no needles)."""
+    precision = next(
+        (lab for lab, scan in facts.PRECISION_TABLE if scan.pattern.search(name)), None
+    )
+    return (
+        precision,
+        facts.TENSOR_CORE_RE.search(name) is not None,
+        facts.LAYOUT_TRANSPOSE_RE.search(name) is not None,
+        facts.TRAINING_RE.search(name) is not None,
+    )
+
+
+def _plain_comm(name: str) -> comm.Comm | None:
+    for row in comm.COMM_TABLE:
+        m = row.scan.pattern.search(name)
+        if m is not None:
+            op = row.op if row.op is not None else (m.group(1) if m.groups() else "collective")
+            return comm.Comm(row.library, op)
+    return None
+
+
+def test_the_needles_never_hide_a_match() -> None:
+    names = _sample_names() | set(NAMED)
+    for name in names:
+        low = lowered(name)
+        got = (
+            facts.kernel_precision(name),
+            facts.is_tensor_core(low),
+            facts.LAYOUT_TRANSPOSE.search(name, low) is not None,
+            facts.is_training_name(name),
+        )
+        assert got == _plain_facts(name), name
+        assert comm.classify(name) == _plain_comm(name), name
+        assert comm.is_copy(name) == (comm.COPY_RE.search(name) is not None), name
+        assert facts.is_inference_name(name) == (facts.INFERENCE_RE.search(name) is not None)
+    # every row of the tables is exercised by some name
+    assert {_plain_comm(n).library for n in NAMED if _plain_comm(n)} >= {
+        row.library for row in comm.COMM_TABLE
+    }
+
+
+def test_distinct_long_kernel_names_cost_little(tmp_path: Path) -> None:
+    # was ~1.3 s of regex per MiB of distinct name (a 25 KB gzip took 9.3 s): 2 MiB here
+    rng = random.Random(1)
+    names = [
+        f"void cutlass_kernel_{i}_" + "".join(rng.choices("ab_:<>, ", k=4000)) for i in range(512)
+    ]
+    t0 = time.perf_counter()
+    run = facts.RunFacts()
+    for name in names:
+        comm.classify(name)
+        comm.is_copy(name)
+        run.kernel(name, 1.0)
+        run.host_op("op " + name)
+    assert time.perf_counter() - t0 < 0.5
+
+
+def test_name_caches_hold_a_bounded_number_of_characters() -> None:
+    cache = NameCache(max_names=10)
+    for i in range(20):
+        cache.put(f"k{i}", i)
+    assert len(cache) == 10
+    big = NameCache()
+    big.put("x" * (CACHE_CHARS + 1), 1)
+    assert not big

@@ -18,22 +18,55 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from gpudiag.trace.name_scan import NameCache, Scan, lowered, scanned
 from gpudiag.trace.timeline import Timeline
 
-# kernel-name evidence of a data type; first match wins per kernel
-PRECISION_TABLE: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("fp8", re.compile(r"fp8|e4m3|e5m2|f8f6f4|float8|Float8", re.IGNORECASE)),
-    ("bf16", re.compile(r"bf16|bfloat16|BFloat16", re.IGNORECASE)),
-    ("fp16", re.compile(r"(?<![bt])f16|fp16|half|Half|h884|h1688|h16816|hmma")),
-    ("int8", re.compile(r"int8|imma|i8i8|s8s8", re.IGNORECASE)),
+# kernel-name evidence of a data type; first match wins per kernel. Each pattern with the
+# literals one of which its matches hold (name_scan: the pattern runs only where one occurs)
+PRECISION_TABLE: tuple[tuple[str, Scan], ...] = (
+    (
+        "fp8",
+        Scan(
+            re.compile(r"fp8|e4m3|e5m2|f8f6f4|float8|Float8", re.IGNORECASE),
+            ("fp8", "e4m3", "e5m2", "f8f6f4", "float8"),
+        ),
+    ),
+    ("bf16", Scan(re.compile(r"bf16|bfloat16|BFloat16", re.IGNORECASE), ("bf16", "bfloat16"))),
+    (
+        "fp16",
+        Scan(
+            re.compile(r"(?<![bt])f16|fp16|half|Half|h884|h1688|h16816|hmma"),
+            ("f16", "fp16", "half", "h884", "h1688", "h16816", "hmma"),
+        ),
+    ),
+    (
+        "int8",
+        Scan(re.compile(r"int8|imma|i8i8|s8s8", re.IGNORECASE), ("int8", "imma", "i8i8", "s8s8")),
+    ),
     # cuBLAS/CUTLASS "s1688"/"s16816" GEMMs are float32 data on TF32 Tensor Cores (Ampere+)
-    ("tf32", re.compile(r"tf32|s1688|s16816", re.IGNORECASE)),
+    ("tf32", Scan(re.compile(r"tf32|s1688|s16816", re.IGNORECASE), ("tf32", "s1688", "s16816"))),
 )
 TENSOR_CORE_RE = re.compile(
     r"xmma|hmma|imma|wgmma|gmma|tensorop|h884|h1688|h16816|s1688|s16816|i8816|"
     r"_tc_|tensor_core|cutlass.*sm(?:75|8\d|9\d|1\d\d)|flash|fmha|e4m3|e5m2",
     re.IGNORECASE,
 )
+# the same, in two parts run on the lower-cased name: its literals (any one is a match) and
+# CUTLASS's architecture tag, a pattern whose literal start lets ``re`` skip ahead quickly
+TENSOR_CORE_LITERALS = (
+    "xmma", "hmma", "imma", "gmma", "tensorop", "h884", "h1688", "h16816", "s1688", "s16816",
+    "i8816", "_tc_", "tensor_core", "flash", "fmha", "e4m3", "e5m2",
+)  # fmt: skip
+CUTLASS_SM_RE = re.compile(r"cutlass.*sm(?:75|8\d|9\d|1\d\d)")
+
+
+def is_tensor_core(low: str) -> bool:
+    """``TENSOR_CORE_RE`` on a ``lowered`` name, at ``in`` speed."""
+    return any(n in low for n in TENSOR_CORE_LITERALS) or (
+        "cutlass" in low and CUTLASS_SM_RE.search(low) is not None
+    )
+
+
 # Layout conversions around convolutions (NHWC <-> NCHW), one table for every producer:
 # TensorFlow's transpose functors (its layout optimizer and conv ops convert Keras's
 # channels-last tensors for cuDNN's float32 NCHW kernels), cuBLAS's transpose in FFT and
@@ -42,6 +75,10 @@ LAYOUT_TRANSPOSE_RE = re.compile(
     r"ShuffleInTensor3|SwapDimension[0-2]And[0-2]InTensor3|transpose_readWrite_alignment_kernel|"
     r"nchwToNhwcKernel|nhwcToNchwKernel|batched_transpose_\d+x\d+_(?:dword|half|byte)|"
     r"transpose_(?:NCHW2CNHW|CNHW2NCHW|NCHW2NHWC|NHWC2NCHW)"
+)
+LAYOUT_TRANSPOSE = Scan(
+    LAYOUT_TRANSPOSE_RE,
+    ("shuffleintensor3", "swapdimension", "transpose_", "nchwtonhwc", "nhwctonchw"),
 )
 # TensorFlow's transpose functors also run the user's own tf.transpose (attention heads): an
 # op of these types is a layout conversion only when the layout optimizer inserted it
@@ -71,6 +108,28 @@ TRAINING_RE = re.compile(
 INFERENCE_RE = re.compile(
     r"(?:^|__inference_)(?:predict_function|predict_step)|serving_default|^jit_predict"
 )
+TRAINING = Scan(
+    TRAINING_RE,
+    ("backward", "autograd::engine", "optimizer.", "grad", "backprop", "resourceapply",
+     "transpose(jvp", "optax"),
+)  # fmt: skip
+
+
+INFERENCE = Scan(
+    INFERENCE_RE, ("predict_function", "predict_step", "serving_default", "jit_predict")
+)
+
+
+def is_inference_name(name: str) -> bool:
+    """Whether a TF/JAX op name says inference (Keras predict, SavedModel serving)."""
+    return INFERENCE.search(scanned(name), lowered(name)) is not None
+
+
+def is_training_name(text: str) -> bool:
+    """Whether a host op name or scope says training (backward, optimizer, gradients)."""
+    return TRAINING.search(scanned(text), lowered(text)) is not None
+
+
 # host ops seen before a trace without backward/optimizer events is called inference
 INFERENCE_MIN_HOST_OPS = 50
 
@@ -144,8 +203,9 @@ def copy_bytes(args: object) -> int | None:
 
 
 def kernel_precision(name: str) -> str | None:
-    for label, pattern in PRECISION_TABLE:
-        if pattern.search(name):
+    head, low = scanned(name), lowered(name)
+    for label, scan in PRECISION_TABLE:
+        if scan.search(head, low):
             return label
     return None
 
@@ -167,23 +227,24 @@ class RunFacts:
     scopes_seen: bool = False  # framework op scopes (tf_op) were present to search
     comm_us: dict[str, float] = field(default_factory=dict)
     h2d_bytes: dict[str, int] = field(default_factory=dict)  # device -> host-to-device bytes
-    _kernel_cache: dict[str, tuple[str | None, bool, bool, bool]] = field(default_factory=dict)
-    _host_cache: dict[str, bool] = field(default_factory=dict)
+    _kernel_cache: NameCache = field(default_factory=NameCache)
+    _host_cache: NameCache = field(default_factory=NameCache)
 
     def kernel(self, name: str, dur_us: float, long_name: str = "", op: object = None) -> None:
         """A device kernel; ``op`` is the framework op that launched it ("name:Type") when
         the trace says."""
-        cached = self._kernel_cache.get(name)
+        head = scanned(name)
+        cached = self._kernel_cache.get(head)
         if cached is None:
-            label = kernel_precision(name) or (xla_precision(long_name) if long_name else None)
+            low = head.lower()
+            label = kernel_precision(head) or (xla_precision(long_name) if long_name else None)
             cached = (
                 label,
-                TENSOR_CORE_RE.search(name) is not None,
-                COMPILED_RE.search(name) is not None,
-                LAYOUT_TRANSPOSE_RE.search(name) is not None,
+                is_tensor_core(low),
+                COMPILED_RE.search(head) is not None,
+                LAYOUT_TRANSPOSE.search(head, low) is not None,
             )
-            if len(self._kernel_cache) < 100_000:
-                self._kernel_cache[name] = cached
+            self._kernel_cache.put(head, cached)
         self.kernel_us += dur_us
         if cached[0] and cached[0] != "fp32":
             self.precision_us[cached[0]] = self.precision_us.get(cached[0], 0.0) + dur_us
@@ -207,17 +268,17 @@ class RunFacts:
         self.host_ops += 1
         if self.training_evidence:
             return
-        hit = self._host_cache.get(name)
+        head = scanned(name)
+        hit = self._host_cache.get(head)
         if hit is None:
-            hit = TRAINING_RE.search(name) is not None
-            if len(self._host_cache) < 100_000:
-                self._host_cache[name] = hit
+            hit = is_training_name(head)
+            self._host_cache.put(head, hit)
         if hit:
             self.training_evidence = name[:80]
 
     def scope(self, text: str) -> None:
         """An op scope / long name (TF, JAX): gradient scopes mean training."""
-        if not self.training_evidence and TRAINING_RE.search(text):
+        if not self.training_evidence and is_training_name(text):
             self.training_evidence = text[:80]
 
     def apply(self, tl: Timeline, inference_by_absence: bool = True) -> None:

@@ -17,9 +17,10 @@ from typing import Any
 import numpy as np
 
 from gpudiag.trace.chrome import ChromeDoc, loads
-from gpudiag.trace.comm import Comm, classify
+from gpudiag.trace.comm import classify
 from gpudiag.trace.errors import TraceError
 from gpudiag.trace.facts import RunFacts, host_call_kind
+from gpudiag.trace.name_scan import NameCache, scanned
 from gpudiag.trace.sink import MAX_KEYS, IntervalBudget, SinkTable, Totals
 from gpudiag.trace.steps_infer import ensure_steps, is_marker
 from gpudiag.trace.timeline import Kind, Metadata, Timeline
@@ -41,7 +42,6 @@ HOST_CATS = frozenset({"cpu_op", "Operator", "user_annotation", "python_function
 LEGACY_CPU_PID = "CPU functions"
 LEGACY_CUDA_PID = "CUDA functions"
 KINETO_CATS = DEVICE_CATS | RUNTIME_CATS | HOST_CATS
-MAX_CACHED_NAMES = 100_000
 GRAPH_LAUNCHES = frozenset({"cudaGraphLaunch", "hipGraphLaunch", "cuGraphLaunch"})
 
 
@@ -96,12 +96,12 @@ def read_kineto_events(events: Iterable[Any], top: dict[str, Any], path: str) ->
     host_comm = budget.sink()
     host_calls: SinkTable[str] = SinkTable(budget)
     markers: SinkTable[str] = SinkTable(budget)
-    is_marker_name: dict[str, bool] = {}
+    is_marker_name = NameCache()  # python_function names vary: bounded
     facts = RunFacts()
     launches = graphs = 0
     hip = False
     single_process = multi_process = False
-    kernel_kind: dict[str, tuple[Kind, Comm | None]] = {}  # names repeat: classify each once
+    kernel_kind = NameCache()  # names repeat: classify each once
     try:
         for ev in events:
             if not isinstance(ev, dict):
@@ -126,12 +126,12 @@ def read_kineto_events(events: Iterable[Any], top: dict[str, Any], path: str) ->
                 else:
                     device = f"GPU {int(args.get('device', pid) or 0)}"
                 if cat in KERNEL_CATS:
-                    known = kernel_kind.get(name)
+                    head = scanned(name)
+                    known = kernel_kind.get(head)
                     if known is None:
-                        comm = classify(name)
+                        comm = classify(head)
                         known = (Kind.COLLECTIVE if comm else Kind.COMPUTE, comm)
-                        if len(kernel_kind) < MAX_CACHED_NAMES:
-                            kernel_kind[name] = known
+                        kernel_kind.put(head, known)
                     kind, comm = known
                     if comm is not None:
                         facts.comm(comm.library, dur)
@@ -166,8 +166,7 @@ def read_kineto_events(events: Iterable[Any], top: dict[str, Any], path: str) ->
                 mark = is_marker_name.get(name)
                 if mark is None:
                     mark = is_marker(name)
-                    if len(is_marker_name) < MAX_CACHED_NAMES:  # python_function names vary
-                        is_marker_name[name] = mark
+                    is_marker_name.put(name, mark)
                 if mark:
                     ts = float(ev["ts"])
                     markers.add(name, ts, ts + float(ev.get("dur", 0.0)))

@@ -21,7 +21,7 @@ from typing import Any
 
 from gpudiag.trace.chrome import ChromeDoc
 from gpudiag.trace.comm import classify, is_copy
-from gpudiag.trace.facts import INFERENCE_RE, TRAINING_RE
+from gpudiag.trace.facts import is_inference_name, is_training_name
 from gpudiag.trace.steps_infer import is_marker
 from gpudiag.trace.timeline import Kind
 
@@ -147,8 +147,8 @@ def name_info(name: str) -> NameInfo:
         # classifying each would cost most of their reading)
         kind == OTHER and classify(name) is not None,
         name.startswith("Iterator::"),
-        TRAINING_RE.search(name) is not None,
-        INFERENCE_RE.search(name) is not None,
+        is_training_name(name),
+        is_inference_name(name),
         kind == OTHER and (name in HANDOFF_TYPES or name[:15].lower() == "iteratorgetnext"),
     )
 

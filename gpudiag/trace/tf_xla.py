@@ -15,7 +15,8 @@ import numpy as np
 
 from gpudiag.trace.chrome import MAX_NAME
 from gpudiag.trace.comm import Comm, async_phase, classify_op, is_copy
-from gpudiag.trace.facts import TRAINING_RE, RunFacts
+from gpudiag.trace.facts import RunFacts, is_training_name
+from gpudiag.trace.name_scan import NameCache
 from gpudiag.trace.sink import MAX_KEYS, IntervalBudget, SinkTable
 from gpudiag.trace.timeline import Kind, Timeline
 
@@ -28,7 +29,7 @@ class XlaLine:
     time order, so they are kept (times and which collective) to be sorted at the end. All
     other ops are summed as they come."""
 
-    def __init__(self, budget: IntervalBudget, kernel_cache: dict[str, Any]) -> None:
+    def __init__(self, budget: IntervalBudget, kernel_cache: NameCache) -> None:
         self.ops: SinkTable[Kind] = SinkTable(budget)
         self.halves = budget.sink(mergeable=False, columns="qb")  # collective, done?
         self.facts = RunFacts(_kernel_cache=kernel_cache)
@@ -73,7 +74,7 @@ class XlaLine:
             self.scopes_seen = True
         else:
             scope = args.get("long_name") or args.get("kernel_name")
-        if isinstance(scope, str) and ts < self.first_scope[0] and TRAINING_RE.search(scope):
+        if isinstance(scope, str) and ts < self.first_scope[0] and is_training_name(scope):
             self.first_scope = (ts, scope[:80])
 
     def into(

@@ -30,6 +30,7 @@ from gpudiag.trace.chrome import MAX_NAME, ChromeDoc
 from gpudiag.trace.comm import Comm, classify
 from gpudiag.trace.errors import TraceError
 from gpudiag.trace.facts import RunFacts
+from gpudiag.trace.name_scan import NameCache
 from gpudiag.trace.sink import (
     MAX_KEYS,
     MIN_INTERVALS,
@@ -122,7 +123,7 @@ class _Gathered:
         self.host = self.host_budget.sink()
         self.markers: SinkTable[str] = SinkTable(budget)
         self.xla: dict[str, XlaLine] = {}  # device -> its "XLA Ops" line
-        self.xla_cache: dict[str, Any] = {}  # kernel names classified, shared by the lines
+        self.xla_cache = NameCache()  # kernel names classified, shared by the lines
         self.collectives: dict[Comm, int] = {}  # async collectives of the XLA lines
         self.pipeline: dict[str, Any] = {}
         self.stages = PipelineStages()
