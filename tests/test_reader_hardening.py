@@ -16,6 +16,8 @@ import pytest
 
 from gpudiag.record.writer import TraceWriter
 from gpudiag.trace import comm, facts
+from gpudiag.trace.chrome import check_event
+from gpudiag.trace.errors import TraceError
 from gpudiag.trace.event_lines import line_events
 from gpudiag.trace.name_scan import CACHE_CHARS, NameCache, lowered
 from gpudiag.trace.timeline import Metadata
@@ -260,3 +262,11 @@ def test_name_caches_hold_a_bounded_number_of_characters() -> None:
     big = NameCache()
     big.put("x" * (CACHE_CHARS + 1), 1)
     assert not big
+
+
+def test_a_wrong_json_type_is_named_in_words() -> None:
+    # was "args is a int" / "trace event is a str" (Python's type names)
+    with pytest.raises(TraceError, match="args is a number, expected an object"):
+        check_event({"name": "k", "args": 5}, "f")
+    with pytest.raises(TraceError, match="trace event is a string, expected an object"):
+        check_event("x", "f")

@@ -106,6 +106,16 @@ def check_event(ev: Any, path: str) -> dict[str, Any] | None:
     return _check_event_slowly(ev, path)
 
 
+def json_kind(x: Any) -> str:
+    """What a JSON value is, in words ("a list", "a number")."""
+    if isinstance(x, bool):
+        return "a boolean"
+    if isinstance(x, int | float):
+        return "a number"
+    kinds = {str: "a string", list: "a list", dict: "an object", type(None): "null"}
+    return kinds.get(type(x), f"a {type(x).__name__}")
+
+
 def plausible(ts: float, dur: float = 0.0) -> bool:
     """Whether a start and a duration (µs) can belong to a real event."""
     return -MAX_TS_US <= ts <= MAX_TS_US and 0.0 <= dur <= MAX_DUR_US
@@ -123,12 +133,12 @@ def _check_event_slowly(ev: Any, path: str) -> dict[str, Any] | None:
     """``check_event`` for what its fast path does not settle: ints, numeric strings,
     impossible times and every kind of error."""
     if not isinstance(ev, dict):
-        raise TraceError(path, f"trace event is a {type(ev).__name__}, expected an object")
+        raise TraceError(path, f"trace event is {json_kind(ev)}, expected an object")
     args = ev.get("args")
     if args is not None and not isinstance(args, dict):
         name = str(ev.get("name"))[:40]
-        kind = type(args).__name__
-        raise TraceError(path, f"malformed event {name!r}: args is a {kind}, expected an object")
+        kind = json_kind(args)
+        raise TraceError(path, f"malformed event {name!r}: args is {kind}, expected an object")
     times = []
     for key in ("ts", "dur"):
         v = ev.get(key)

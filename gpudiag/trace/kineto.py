@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from gpudiag.trace.chrome import ChromeDoc, loads
+from gpudiag.trace.chrome import ChromeDoc, json_kind, loads
 from gpudiag.trace.comm import classify
 from gpudiag.trace.errors import TraceError
 from gpudiag.trace.facts import RunFacts, host_call_kind
@@ -105,7 +105,7 @@ def read_kineto_events(events: Iterable[Any], top: dict[str, Any], path: str) ->
     try:
         for ev in events:
             if not isinstance(ev, dict):
-                raise TraceError(path, f"trace event is a {type(ev).__name__}, expected an object")
+                raise TraceError(path, f"trace event is {json_kind(ev)}, expected an object")
             cat = ev.get("cat")
             if ev.get("ph") != "X":
                 if cat == "fwdbwd":  # flow arrows from a forward op to its backward
