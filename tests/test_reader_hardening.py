@@ -19,7 +19,9 @@ from gpudiag.trace import comm, facts
 from gpudiag.trace.chrome import check_event
 from gpudiag.trace.errors import TraceError
 from gpudiag.trace.event_lines import line_events
+from gpudiag.trace.load import load_file
 from gpudiag.trace.name_scan import CACHE_CHARS, NameCache, lowered
+from gpudiag.trace.sink import STEP_WEIGHT, limit_intervals
 from gpudiag.trace.timeline import Metadata
 from tests.conftest import SAMPLES
 
@@ -270,3 +272,20 @@ def test_a_wrong_json_type_is_named_in_words() -> None:
         check_event({"name": "k", "args": 5}, "f")
     with pytest.raises(TraceError, match="trace event is a string, expected an object"):
         check_event("x", "f")
+
+
+# ---- a stream of profiled steps: steps weigh what they cost ------------------------------
+
+
+def test_held_steps_count_for_what_they_cost_in_the_interval_bound(tmp_path: Path) -> None:
+    # was: a step counted as one interval, but costs about three at the peak (its columns
+    # and per-step shares): 990,000 profiled steps peaked at 340 MB, past the ~300 MB bound
+    p = tmp_path / "steps.gpudiag.json"
+    w = TraceWriter(str(p), Metadata(producer="gpudiag"), flush_every=0.0)
+    for i in range(600):
+        w.step(i, i * 1000.0, i * 1000.0 + 900.0, profiled=True)
+    w.close()
+    with limit_intervals(1000):
+        (tl,) = load_file(str(p))
+    assert len(tl.steps) * STEP_WEIGHT <= 1000
+    assert any("analyzed its first" in x for x in tl.meta.limitations)

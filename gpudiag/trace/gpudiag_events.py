@@ -19,7 +19,14 @@ from typing import Any
 
 import numpy as np
 
-from gpudiag.trace.sink import MAX_KEYS, IntervalBudget, IntervalSink, SinkTable, Totals
+from gpudiag.trace.sink import (
+    MAX_KEYS,
+    STEP_WEIGHT,
+    IntervalBudget,
+    IntervalSink,
+    SinkTable,
+    Totals,
+)
 from gpudiag.trace.timeline import Kind, Metadata, RecordedFinding, StepBuckets, Timeline
 
 FORMAT_NAME = "gpudiag-trace"
@@ -149,7 +156,7 @@ class TimelineBuilder:
     def __init__(self) -> None:
         self.budget = IntervalBudget()
         # index, profiled, call start, call end, batches
-        self.steps = self.budget.sink(mergeable=False, columns="qbddq")
+        self.steps = self.budget.sink(mergeable=False, columns="qbddq", weight=STEP_WEIGHT)
         # batches, busy, p50, p90, max of steps outside profiled windows
         self.groups = self.budget.sink(mergeable=False, columns="qdddd")
         self.dev: SinkTable[tuple[str, Kind]] = SinkTable(self.budget)

@@ -21,7 +21,7 @@ from gpudiag.trace.comm import classify
 from gpudiag.trace.errors import TraceError
 from gpudiag.trace.facts import RunFacts, host_call_kind
 from gpudiag.trace.name_scan import NameCache, scanned
-from gpudiag.trace.sink import MAX_KEYS, IntervalBudget, SinkTable, Totals
+from gpudiag.trace.sink import MAX_KEYS, STEP_WEIGHT, IntervalBudget, SinkTable, Totals
 from gpudiag.trace.steps_infer import ensure_steps, is_marker
 from gpudiag.trace.timeline import Kind, Metadata, Timeline
 
@@ -90,7 +90,7 @@ def read_kineto_events(events: Iterable[Any], top: dict[str, Any], path: str) ->
     budget = IntervalBudget()
     dev: SinkTable[tuple[str, Kind]] = SinkTable(budget)
     kernels: dict[str, int] = {}
-    steps = budget.sink(mergeable=False, columns="q")  # ProfilerStep number
+    steps = budget.sink(False, "q", STEP_WEIGHT)  # ProfilerStep number
     waits = budget.sink()
     wait_names = Totals()
     host_comm = budget.sink()

@@ -85,14 +85,25 @@ def limit_intervals(limit: int | None) -> Iterator[None]:
         _share.reset(token)
 
 
+# What one held step counts for in the bound: a step carries up to five columns (56 bytes
+# while reading, against 16 for an interval) and the analysis makes its per-step shares,
+# about 180 bytes per step at the peak against 60-80 per interval: a gpudiag stream of
+# 990,000 profiled steps (each with one device interval) peaked at 340 MB with steps
+# counted as one (benchmarks/stream_memory.py).
+STEP_WEIGHT = 3
+
+
 class IntervalSink:
     """[start, end) pairs appended one at a time, 16 bytes each, with optional extra
     columns per pair (a step's index, flags, call times) in ``array`` typecodes."""
 
-    __slots__ = ("__weakref__", "_budget", "columns", "ends", "mergeable", "starts")
+    __slots__ = ("__weakref__", "_budget", "columns", "ends", "mergeable", "starts", "weight")
 
-    def __init__(self, budget: IntervalBudget, mergeable: bool, columns: str = "") -> None:
+    def __init__(
+        self, budget: IntervalBudget, mergeable: bool, columns: str = "", weight: int = 1
+    ) -> None:
         self._budget = budget
+        self.weight = weight  # intervals of the budget one pair counts for (STEP_WEIGHT)
         self.mergeable = mergeable and not columns
         self.starts = array("d")
         self.ends = array("d")
@@ -111,7 +122,7 @@ class IntervalSink:
         if self.columns:
             for col, value in zip(self.columns, extra, strict=True):
                 col.append(value)
-        b.held += 1
+        b.held += self.weight
         if b.held > b.limit:
             b.shrink()
         return True
@@ -137,7 +148,7 @@ class IntervalSink:
         out = (_view(self.starts), _view(self.ends), *(_view(c) for c in self.columns))
         self.starts, self.ends = array("d"), array("d")
         self.columns = [array(c.typecode) for c in self.columns]
-        self._budget.held -= len(out[0])
+        self._budget.held -= len(out[0]) * self.weight
         return out
 
     def _keep(self, mask: np.ndarray) -> None:
@@ -177,8 +188,10 @@ class IntervalBudget:
         # once (a cycle between sinks and budget would wait for the garbage collector)
         self._sinks: weakref.WeakSet[IntervalSink] = weakref.WeakSet()
 
-    def sink(self, mergeable: bool = True, columns: str = "") -> IntervalSink:
-        s = IntervalSink(self, mergeable, columns)
+    def sink(self, mergeable: bool = True, columns: str = "", weight: int = 1) -> IntervalSink:
+        """A sink of this budget; ``weight``: what one of its pairs counts for (steps:
+        ``STEP_WEIGHT``)."""
+        s = IntervalSink(self, mergeable, columns, weight)
         self._sinks.add(s)
         return s
 
@@ -187,23 +200,25 @@ class IntervalBudget:
         for s in self._sinks:
             if s.mergeable:
                 s._merge()
-        self.held = sum(len(s) for s in self._sinks)
+        self.held = sum(len(s) * s.weight for s in self._sinks)
         if self.held <= self.limit // 2:
             return
-        starts = np.concatenate([_view(s.starts) for s in self._sinks if len(s)])
+        starts = np.concatenate(
+            [np.repeat(_view(s.starts), s.weight) for s in self._sinks if len(s)]
+        )
         self.first = min(self.first, float(starts.min()))
         self.latest = max(self.latest, float(starts.max()))
         keep = self.limit // 2
         starts.partition(keep)  # in place: the smallest ``keep`` starts come first
         self.cutoff = min(self.cutoff, float(starts[keep]))
         del starts
+        before = sum(len(s) for s in self._sinks)
         for s in self._sinks:
             mask = _view(s.starts) < self.cutoff
             if not mask.all():
                 s._keep(mask)
-        before = self.held
-        self.held = sum(len(s) for s in self._sinks)
-        self.refused += before - self.held
+        self.held = sum(len(s) * s.weight for s in self._sinks)
+        self.refused += before - sum(len(s) for s in self._sinks)
 
     @property
     def cut(self) -> bool:

@@ -34,6 +34,7 @@ from gpudiag.trace.name_scan import NameCache
 from gpudiag.trace.sink import (
     MAX_KEYS,
     MIN_INTERVALS,
+    STEP_WEIGHT,
     IntervalBudget,
     IntervalSink,
     SinkTable,
@@ -109,8 +110,8 @@ class _Gathered:
         self.dev: SinkTable[tuple[str, Kind]] = SinkTable(budget)
         self.kernels: dict[str, int] = {}
         self.device_steps: SinkTable[str] = SinkTable(budget, mergeable=False, columns="q")
-        self.marker_steps = budget.sink(mergeable=False, columns="q")  # step number
-        self.func_steps = budget.sink(mergeable=False)
+        self.marker_steps = budget.sink(False, "q", STEP_WEIGHT)  # step number
+        self.func_steps = budget.sink(False, "", STEP_WEIGHT)
         self.cpu_ops: SinkTable[int] = SinkTable(budget)  # by replica
         self.cpu_shards = budget.sink()  # Eigen intra-op work
         # one interval per all-reduce participant: each is given to a replica at the end
