@@ -10,15 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.fuzz_readers import (
-    DEFECTS,
-    Base,
-    all_bases,
-    fuzz,
-    judge,
-    mutants,
-    mutations_for,
-)
+from benchmarks.fuzz_mutations import Base, all_bases, mutants, mutations_for
+from benchmarks.fuzz_readers import DEFECTS, fuzz, judge
 
 pytestmark = pytest.mark.timeout(120)
 
