@@ -158,3 +158,16 @@ def test_gzip_gpudiag_stream_being_written_reads_up_to_the_cut(tmp_path, capsys)
     assert code == 0, err
     assert doc["steps"]["analyzed"] > 0
     assert any("cut short" in lim for lim in doc["limitations"])
+
+
+def test_gzip_inside_gzip_is_named(tmp_path):
+    import gzip
+
+    from gpudiag.trace.errors import TraceError
+    from gpudiag.trace.load import load_file
+
+    inner = gzip.compress(b'{"traceEvents": []}')
+    path = tmp_path / "twice.json.gz"
+    path.write_bytes(gzip.compress(inner))
+    with pytest.raises(TraceError, match="gzip inside a gzip"):
+        load_file(str(path))

@@ -176,10 +176,12 @@ def _is_binary(head: bytes) -> bool:
 
 
 def _read_xplane(path: str, head: bytes, limits: ReadLimits) -> list[Timeline]:
-    from gpudiag.trace.source import is_gzip
+    from gpudiag.trace.source import GZIP_MAGIC, is_gzip
     from gpudiag.trace.xplane import check_xplane_size, read_xplane
 
     if is_gzip(path):
+        if head.startswith(GZIP_MAGIC):
+            raise TraceError(path, "a gzip inside a gzip: decompress it once (gunzip) and retry")
         raise TraceError(path, "gzip holds binary data that is not a trace")
     check_xplane_size(path, limits.xplane_mb)  # refused before it is decoded
     return read_xplane(path)
