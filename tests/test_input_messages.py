@@ -161,10 +161,7 @@ def test_gzip_gpudiag_stream_being_written_reads_up_to_the_cut(tmp_path, capsys)
 
 
 def test_gzip_inside_gzip_is_named(tmp_path):
-    import gzip
-
     from gpudiag.trace.errors import TraceError
-    from gpudiag.trace.load import load_file
 
     inner = gzip.compress(b'{"traceEvents": []}')
     path = tmp_path / "twice.json.gz"
