@@ -28,7 +28,7 @@ FILE_SOURCES = ("TFRecordDataset", "TextLineDataset", "FixedLengthRecordDataset"
 class InputFacts:
     """What the input pipeline is, as far as it can be told without running it."""
 
-    kind: str = "unknown"  # tf.data | pydataset | generator | array | unknown
+    kind: str = "unknown"  # tf.data | pydataset | generator | dataloader | array | unknown
     chain: list[str] = field(default_factory=list)  # tf.data stages, outermost first
     batch_size: int | None = None
     drop_remainder: bool | None = None
@@ -199,6 +199,14 @@ def describe_input(data: Any) -> InputFacts:
             workers=int(getattr(data, "workers", 1) or 1),
             use_multiprocessing=bool(getattr(data, "use_multiprocessing", False)),
             auto_prefetch=True,
+        )
+    if hasattr(data, "num_workers") and hasattr(data, "dataset"):  # torch.utils.data.DataLoader
+        workers = int(getattr(data, "num_workers", 0) or 0)
+        return InputFacts(
+            kind="dataloader",
+            batch_size=_int(getattr(data, "batch_size", None)),
+            workers=workers,
+            use_multiprocessing=workers > 0,
         )
     if hasattr(data, "shape"):
         return InputFacts(kind="array", samples=int(data.shape[0]) if data.shape else None)

@@ -17,6 +17,7 @@ from gpudiag.analyze import thresholds as T
 from gpudiag.analyze.diagnosis import Finding, Suggestion
 from gpudiag.analyze.evidence import RankEvidence, Situation, pct
 from gpudiag.analyze.gain import Gain, pipelined, removed
+from gpudiag.analyze.rules.dataloader_in_main_process import keras_made_loader
 
 ID = "dataloader-starved"
 MORE_WORKERS = 2  # the advice proposes twice the workers
@@ -25,6 +26,8 @@ MORE_WORKERS = 2  # the advice proposes twice the workers
 def detect(ev: RankEvidence) -> Finding | None:
     tl, b = ev.timeline, ev.breakdown
     if b is None or tl.pipeline.get("dataloader_workers") in (None, 0):
+        return None
+    if keras_made_loader(ev.config):  # the input's own remedies apply
         return None
     share = b.shares["input"]
     if share < T.INPUT_MODERATE:

@@ -1,5 +1,10 @@
 """torch: ``torch.profiler`` windows (Kineto JSON, read by the Kineto reader) with
-``ProfilerStep#N`` markers, ranks from ``torch.distributed``."""
+``ProfilerStep#N`` markers, ranks from ``torch.distributed``.
+
+On a machine without CUDA the window holds no device events: the training thread's own
+``cpu_op`` events (the ATen ops Keras's step runs) are then the device, as the op threads
+are in a CPU-only TensorFlow or JAX profile.
+"""
 
 from __future__ import annotations
 
@@ -62,7 +67,11 @@ class TorchBackend(RecordBackend):
             return None, "torch profiler wrote no trace"
         from gpudiag.trace.load import load_file
 
-        return load_file(files[0])[0], None
+        tl = load_file(files[0])[0]
+        torch = sys.modules.get("torch")
+        if not tl.has_device_activity() and torch is not None and not torch.cuda.is_available():
+            add_cpu_ops(tl, files[0])
+        return tl, None
 
     def user_profiler_running(self) -> str:
         import torch.autograd.profiler as ap
@@ -86,3 +95,38 @@ class TorchBackend(RecordBackend):
                     source="torch.distributed",
                 )
         return None
+
+
+CPU_ONLY = "CPU-only profile: device time is the busy time of the framework's op threads"
+
+
+def add_cpu_ops(tl: Timeline, path: str) -> None:
+    """A CPU-only window: the ``cpu_op`` events of the threads that ran the step markers
+    become the device "CPU" (nested ops merge into their union). Ops of other threads (a
+    DataLoader's collate) are input work, not the step's computation."""
+    import numpy as np
+
+    from gpudiag.trace.chrome import open_chrome
+    from gpudiag.trace.timeline import Kind
+
+    ops: dict[Any, list[tuple[float, float]]] = {}
+    step_threads: set[Any] = set()
+    for ev in open_chrome(path, index=False).events:
+        if not isinstance(ev, dict) or ev.get("ph") != "X":
+            continue
+        name, cat = str(ev.get("name", "")), ev.get("cat")
+        key = (ev.get("pid"), ev.get("tid"))
+        if name.startswith("ProfilerStep#") and cat != "gpu_user_annotation":
+            step_threads.add(key)
+        elif cat == "cpu_op":
+            ts = float(ev.get("ts", 0.0))
+            ops.setdefault(key, []).append((ts, ts + float(ev.get("dur", 0.0))))
+    spans = [iv for key in step_threads for iv in ops.get(key, [])]
+    if not spans:
+        return
+    arr = np.asarray(spans, dtype=np.float64)
+    tl.add_activity("CPU", Kind.COMPUTE, arr[:, 0], arr[:, 1])
+    tl.meta.device_type = tl.meta.device_type or "CPU"
+    tl.meta.limitations = [
+        lim for lim in tl.meta.limitations if not lim.startswith("no GPU events")
+    ] + [CPU_ONLY]
