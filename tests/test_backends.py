@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -96,7 +97,7 @@ def test_starved_python_input_is_data_starved(backend, tmp_path):
     assert "python-generator" in ids(d)
     assert "dataloader-in-main-process" not in ids(d)  # Keras made that DataLoader
     details = " ".join(s["detail"] for s in d["suggestions"])
-    assert "PyDataset(workers=" in details and "use_multiprocessing=True" in details
+    assert "PyDataset" in details and "use_multiprocessing=True" in details
     in_backends_words(backend, d)
     same_from_file(result)
 
@@ -143,3 +144,38 @@ def test_uneven_global_batch_is_linted_where_there_are_replicas(backend, tmp_pat
         # 33 samples over 2 replicas (MirroredStrategy / DataParallel): said before the
         # backend rejects the split
         assert "batch-not-multiple-of-replicas" in lints
+
+
+@pytest.mark.parametrize("backend", ["jax", "torch"])
+def test_rank_discovery_through_the_backends_own_distributed_layer(backend):
+    """Two real processes joined by jax.distributed / torch.distributed (gloo): each adapter
+    names its own rank of 2, and discovery takes it."""
+    _require(backend)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {**os.environ, "KERAS_BACKEND": backend, "JAX_PLATFORMS": "cpu"}
+    for k in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "TF_CONFIG", "OMPI_COMM_WORLD_RANK"):
+        env.pop(k, None)
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "tests.backend_ranks", backend, str(r), "2", str(port)],
+            cwd=REPO,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        for r in range(2)
+    ]
+    results = []
+    for p in procs:
+        out, err = p.communicate(timeout=120)
+        line = next((ln for ln in out.splitlines() if ln.startswith("RESULT ")), None)
+        assert line is not None, err[-3000:]
+        results.append(json.loads(line[len("RESULT ") :]))
+    source = "jax.process_index" if backend == "jax" else "torch.distributed"
+    for rank, got in enumerate(results):
+        assert (got["rank"], got["world_size"], got["source"]) == (rank, 2, source)
+        assert got["discovered"] == [rank, 2, True]
+        assert str(port) in json.dumps(got["cluster"])
