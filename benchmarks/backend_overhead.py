@@ -6,8 +6,11 @@ every backend takes), ``--steps`` steps per fit, one warm-up fit; then rounds, e
 in a shuffled order two baseline fits (the A/A pair: the noise), one with the full callback
 (profiler window on) and one with ``profile=False``.
 
-A fit's figure is its wall time per step: no timer callback, since one with a batch-end hook
-makes Keras wait for the device every step on JAX and torch and would change the baseline.
+A fit's figures are its wall time and its process CPU time per step (all threads: the
+callback's samplers and decode included; on a machine shared with other processes the CPU
+time is the steadier of the two, since waiting for a core does not count). No timer
+callback: one with a batch-end hook makes Keras wait for the device every step on JAX and
+torch and would change the baseline.
 It therefore includes everything the callback costs a fit: its begin (samplers, trace file),
 the profiler window (start, the profiled steps' device waits, stop) and the end (decode,
 diagnosis). Ratio per round: arm / mean of the round's baselines; the headline is the median
@@ -63,56 +66,52 @@ def child(rounds: int, steps: int, batch: int) -> dict:
     arms = {"full": {}, "profile=False": {"profile": False}}
     counter = 0
 
-    def fit(kw: dict | None) -> float:
+    def fit(kw: dict | None) -> tuple[float, float]:
         nonlocal counter
         counter += 1
         cbs = []
         if kw is not None:
             path = os.path.join(tmp, f"run{counter}.json")
             cbs = [DiagnoseCallback(trace_path=path, quiet=True, **kw)]
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         model.fit(x, y, batch_size=batch, epochs=1, verbose=0, callbacks=cbs, shuffle=False)
-        return (time.perf_counter() - t0) / steps
+        return (time.perf_counter() - t0) / steps, (time.process_time() - c0) / steps
 
     order = random.Random(1)
-    ratios: dict[str, list[float]] = {a: [] for a in arms}
-    aa: list[float] = []
-    base_ms: list[float] = []
+    out: dict = {"backend": keras.backend.backend(), "keras": keras.__version__}
+    for k in ("wall", "cpu"):
+        out[k] = {"A/A": [], **{a: [] for a in arms}}
+        out[k + "_base_ms"] = []
     for _ in range(rounds):
         plan: list[str | None] = [None, None, *arms]
         order.shuffle(plan)
-        bases: list[float] = []
-        got: dict[str, float] = {}
+        bases: list[tuple[float, float]] = []
+        got: dict[str, tuple[float, float]] = {}
         for arm in plan:
             if arm is None:
                 bases.append(fit(None))
             else:
                 got[arm] = fit(arms[arm])
-        base = statistics.mean(bases)
-        aa.append(bases[1] / bases[0])
-        base_ms.append(1000 * base)
-        for arm, t in got.items():
-            ratios[arm].append(t / base)
-    return {
-        "backend": keras.backend.backend(),
-        "keras": keras.__version__,
-        "base_ms": statistics.median(base_ms),
-        "aa": aa,
-        "ratios": ratios,
-    }
+        for i, k in enumerate(("wall", "cpu")):
+            base = statistics.mean(b[i] for b in bases)
+            out[k]["A/A"].append(bases[1][i] / bases[0][i])
+            out[k + "_base_ms"].append(1000 * base)
+            for arm, t in got.items():
+                out[k][arm].append(t[i] / base)
+    return out
 
 
 def report(r: dict, steps: int, rounds: int) -> None:
-    print(
-        f"{r['backend']:10s} baseline {r['base_ms']:.2f} ms/step "
-        f"({steps} steps per fit, {rounds} rounds, Keras {r['keras']})"
-    )
-    for name, vals in [("A/A", r["aa"]), *r["ratios"].items()]:
-        lo, hi = bootstrap(vals)
-        print(
-            f"  {name:14s} {statistics.median(vals):.3f}x  min..max {min(vals):.3f}.."
-            f"{max(vals):.3f}  90% CI {lo:.3f}..{hi:.3f}"
-        )
+    print(f"{r['backend']} ({steps} steps per fit, {rounds} rounds, Keras {r['keras']})")
+    for k in ("wall", "cpu"):
+        base = statistics.median(r[k + "_base_ms"])
+        print(f"  {k} time per step, baseline {base:.2f} ms")
+        for name, vals in r[k].items():
+            lo, hi = bootstrap(vals)
+            print(
+                f"    {name:14s} {statistics.median(vals):.3f}x  min..max {min(vals):.3f}.."
+                f"{max(vals):.3f}  90% CI {lo:.3f}..{hi:.3f}"
+            )
 
 
 def main() -> int:

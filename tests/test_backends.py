@@ -179,3 +179,17 @@ def test_rank_discovery_through_the_backends_own_distributed_layer(backend):
         assert (got["rank"], got["world_size"], got["source"]) == (rank, 2, source)
         assert got["discovered"] == [rank, 2, True]
         assert str(port) in json.dumps(got["cluster"])
+
+
+def test_a_dataloader_given_to_fit_is_described_as_one():
+    """A torch DataLoader named in dataset= is the user's: its workers and batch are known,
+    and the DataLoader rules may speak of its num_workers."""
+    _require("torch")
+    import numpy as np
+    from torch.utils.data import DataLoader
+
+    from gpudiag.record.lint import describe_input
+
+    loader = DataLoader(np.zeros((64, 4), dtype=np.float32), batch_size=8, num_workers=2)
+    facts = describe_input(loader)
+    assert (facts.kind, facts.batch_size, facts.workers) == ("dataloader", 8, 2)

@@ -13,11 +13,20 @@ from tests.synth import periodic
 LOADER = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"
 
 
-def found(inp: float, workers: int | None = 0):
+def found(inp: float, workers: int | None = 0, **config: str):
     tl = periodic(input_frac=inp, compute_frac=0.5)
     tl.input_wait_names = {LOADER: 10 * inp * 1000}
     tl.pipeline["dataloader_workers"] = workers
-    return rule.detect(evidence(tl, {"framework": "pytorch", "input_kind": "dataloader"}))
+    cfg = {"framework": "pytorch", "input_kind": "dataloader", **config}
+    return rule.detect(evidence(tl, cfg))
+
+
+@pytest.mark.parametrize("kind", ["pydataset", "generator", "array", "unknown"])
+def test_withheld_for_the_dataloader_keras_torch_makes_itself(kind):
+    """Keras's torch backend wraps these inputs in a DataLoader of its own (num_workers=0):
+    its num_workers is not the user's to set."""
+    assert found(0.4, framework="torch", input_kind=kind) is None
+    assert found(0.4, framework="torch", input_kind="dataloader") is not None
 
 
 @pytest.mark.parametrize(

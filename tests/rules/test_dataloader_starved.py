@@ -13,11 +13,17 @@ from tests.synth import periodic
 LOADER = "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__"
 
 
-def found(inp: float, workers: int | None = 4):
+def found(inp: float, workers: int | None = 4, **config: str):
     tl = periodic(input_frac=inp, compute_frac=0.5)
     tl.input_wait_names = {LOADER: 10 * inp * 1000}
     tl.pipeline["dataloader_workers"] = workers
-    return rule.detect(evidence(tl, {"framework": "pytorch", "input_kind": "dataloader"}))
+    cfg = {"framework": "pytorch", "input_kind": "dataloader", **config}
+    return rule.detect(evidence(tl, cfg))
+
+
+def test_withheld_for_the_dataloader_keras_torch_makes_itself():
+    assert found(0.4, framework="torch", input_kind="pydataset") is None
+    assert found(0.4, framework="torch", input_kind="dataloader") is not None
 
 
 @pytest.mark.parametrize(
