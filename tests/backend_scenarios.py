@@ -103,8 +103,8 @@ def tiny_batch(trace: str) -> dict:
     m = keras.Sequential(
         [
             keras.Input((256,)),
-            keras.layers.Dense(2048, activation="relu"),
-            keras.layers.Dense(2048, activation="relu"),
+            keras.layers.Dense(4096, activation="relu"),
+            keras.layers.Dense(4096, activation="relu"),
             keras.layers.Dense(1),
         ]
     )
