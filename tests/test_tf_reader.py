@@ -343,7 +343,7 @@ def _ijson_only(monkeypatch: pytest.MonkeyPatch) -> None:
         raise chrome.NotLines
         yield
 
-    monkeypatch.setattr(chrome, "line_events", not_lines)
+    monkeypatch.setattr(chrome, "event_slices", not_lines)
 
 
 @pytest.mark.parametrize("gz", [False, True])

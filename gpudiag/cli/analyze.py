@@ -7,12 +7,13 @@ worker or a Dask worker alike) and leaves as one line on stderr with exit code 2
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from gpudiag.trace.errors import TraceError, unforeseen
 
@@ -50,10 +51,7 @@ def diagnose_files(
     seconds spent; nothing when stderr is not a terminal). Files of several runs are refused
     unless ``as_ranks``. ``label``: what the command line called the run. TraceError for
     any problem with the input."""
-    from rich.markup import escape
-
     from gpudiag.analyze import diagnose
-    from gpudiag.show.safe import clean
     from gpudiag.trace.runs import RankReader, group_runs, several_runs_problem
 
     current = files[0] if len(files) == 1 else label
@@ -64,9 +62,15 @@ def diagnose_files(
             if len(runs) > 1:
                 raise TraceError(label, several_runs_problem(runs))
         reader = RankReader(files, jobs, scheduler, limits)  # before the spinner
-        with err.status("reading traces…", spinner="dots") as status:
+        with _status(err) as status:
 
             def progress(path: str, done: int) -> None:
+                if err is None:
+                    return
+                from rich.markup import escape
+
+                from gpudiag.show.safe import clean
+
                 count = f" {done}/{len(files)}" if len(files) > 1 else ""
                 status.update(
                     f"{what}read{count} {escape(clean(os.path.basename(path)))}… "
@@ -82,13 +86,33 @@ def diagnose_files(
         raise unforeseen(current, e) from None
 
 
-def cmd_analyze(args: argparse.Namespace) -> int:
-    from rich.console import Console
-    from rich.markup import escape
+def _status(err: Any) -> contextlib.AbstractContextManager[Any]:
+    """The spinner on ``err`` (a rich Console), or a silent stand-in when there is none."""
+    if err is None:
+        return contextlib.nullcontext(_Silent())
+    return cast(
+        contextlib.AbstractContextManager[Any], err.status("reading traces…", spinner="dots")
+    )
 
-    from gpudiag.show.html import write_html
-    from gpudiag.show.report import plain_report, render_report
-    from gpudiag.show.safe import clean
+
+class _Silent:
+    """A status that shows nothing (stderr is not a terminal: rich would show nothing
+    either, and importing it costs a tenth of a small trace's time)."""
+
+    def update(self, text: str) -> None:
+        pass
+
+
+def _stderr_console() -> Any:
+    """rich's Console on stderr where it is a terminal (for the spinner), else None."""
+    if not sys.stderr.isatty():
+        return None
+    from rich.console import Console
+
+    return Console(stderr=True)
+
+
+def cmd_analyze(args: argparse.Namespace) -> int:
     from gpudiag.trace.limits import ReadLimits
     from gpudiag.trace.runs import run_files
 
@@ -98,7 +122,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     try:
         diagnosis = diagnose_files(
             run_files(args.paths),
-            Console(stderr=True),
+            _stderr_console(),
             args.paths[0],
             jobs=args.jobs,
             scheduler=args.scheduler,
@@ -108,12 +132,20 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     except TraceError as e:
         return fail(str(e))
     if args.html:
+        from gpudiag.show.html import write_html
+
         problem = write_html(diagnosis, args.html)
         if problem:
             return fail(f"{args.html}: {problem}")
     if args.json:
         print_json(diagnosis.to_dict())
     else:
+        from rich.console import Console
+        from rich.markup import escape
+
+        from gpudiag.show.report import plain_report, render_report
+        from gpudiag.show.safe import clean
+
         out = Console()
         if out.width < 40:  # too narrow for panels (or unknown): plain lines, verdict first
             print("\n".join(line.plain for line in plain_report(diagnosis)))
@@ -129,13 +161,11 @@ def cmd_analyze(args: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from rich.console import Console
-
     from gpudiag.analyze.compare import compare
     from gpudiag.show.compare import render_comparison
     from gpudiag.trace.runs import run_files
 
-    err = Console(stderr=True)
+    err = _stderr_console()
     try:
         base = diagnose_files(run_files([args.base]), err, args.base, "BASE: ")
         new = diagnose_files(run_files([args.new]), err, args.new, "NEW: ")
@@ -148,6 +178,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if args.json:
         print_json(result.to_dict())
     else:
+        from rich.console import Console
+
         out = Console()
         out.print(render_comparison(result, args.base, args.new))
     if args.fail_on_regression is not None and result.regressed(args.fail_on_regression):

@@ -27,11 +27,19 @@ from gpudiag.trace.sink import (
     limit_intervals,
 )
 from gpudiag.trace.source import DEFAULT_GZIP_RATIO, RATIO_ENV, limit_gzip_ratio
-from gpudiag.trace.xplane import DEFAULT_MAX_XPLANE_MB, XPLANE_LIMIT_ENV
 
 # the bound docs/formats.md promises for one analysis (one file: ~200-230 MB measured)
 DEFAULT_MEMORY_MB = 300.0
 MEMORY_ENV = "GPUDIAG_MEMORY_MB"
+
+# Peak RSS of `gpudiag analyze` on an xplane, measured (benchmarks/xplane_size.py, the
+# sample repeated to 10-100 MB): 47 MB + 2.7 MB per MB of file (the file's lines held
+# serialized, its metadata decoded, one line's events at a time). The default keeps the
+# process under 1 GB (the address-space cap hardening runs use): 50 + 2.7 x 350 = 995 MB.
+XPLANE_BASE_MB = 50
+XPLANE_MB_PER_MB = 2.7
+DEFAULT_MAX_XPLANE_MB = 350.0
+XPLANE_LIMIT_ENV = "GPUDIAG_MAX_XPLANE_MB"
 
 
 def _env(name: str, default: float) -> float:

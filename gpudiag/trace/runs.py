@@ -22,15 +22,16 @@ import hashlib
 import os
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
-from multiprocessing import get_all_start_methods, get_context
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gpudiag.trace.errors import TraceError
 from gpudiag.trace.limits import ReadLimits
 from gpudiag.trace.rank_summary import Result, read_summaries
 from gpudiag.trace.timeline import Timeline
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future, ProcessPoolExecutor
 
 TRACE_SUFFIXES = (".json", ".json.gz", ".gz", ".pb")
 
@@ -220,6 +221,8 @@ def pool_size(n_files: int, jobs: int | None, limits: ReadLimits) -> int:
 def _pool_context() -> Any:
     """fork when no other thread runs (fast: nothing to import again); otherwise forkserver,
     since forking a process with threads can deadlock the child."""
+    from multiprocessing import get_all_start_methods, get_context
+
     if threading.active_count() == 1 and "fork" in get_all_start_methods():
         return get_context("fork")
     return get_context("forkserver")
@@ -252,6 +255,8 @@ class RankReader:
 
             self._dask = DaskRun(self.paths, scheduler, self.reduce, self.limits)
         elif self.jobs > 1 and len(self.paths) > 1:
+            from concurrent.futures import ProcessPoolExecutor  # several files only
+
             self._pool = ProcessPoolExecutor(max_workers=self.jobs, mp_context=_pool_context())
             self._futures = {
                 self._pool.submit(read_summaries, p, self.reduce, self.limits): p
@@ -283,6 +288,8 @@ class RankReader:
         if self._dask is not None:
             yield from self._dask.results()
         elif self._pool is not None:
+            from concurrent.futures import as_completed
+
             for fut in as_completed(self._futures):
                 yield self._futures[fut], fut.result()
         else:

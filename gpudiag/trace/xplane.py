@@ -15,6 +15,11 @@ import os
 
 from gpudiag.trace.chrome import ChromeDoc, index_names
 from gpudiag.trace.errors import TraceError
+from gpudiag.trace.limits import (  # the bound lives with the others
+    XPLANE_BASE_MB,
+    XPLANE_LIMIT_ENV,
+    XPLANE_MB_PER_MB,
+)
 from gpudiag.trace.tfprof import read_tf_stream, read_tf_trace
 from gpudiag.trace.timeline import Timeline
 from gpudiag.trace.xplane_facts import apply_gpu_facts, gpu_facts
@@ -92,16 +97,6 @@ def read_events(doc: ChromeDoc, path: str, xspace: XSpaceEvents | None = None) -
     if xspace is not None and not xspace.timed:
         raise TraceError(path, "XSpace profile holds no timed events")
     return timelines
-
-
-# Peak RSS of `gpudiag analyze` on an xplane, measured (benchmarks/xplane_size.py, the
-# sample repeated to 10-100 MB): 47 MB + 2.7 MB per MB of file (the file's lines held
-# serialized, its metadata decoded, one line's events at a time). The default keeps the
-# process under 1 GB (the address-space cap hardening runs use): 50 + 2.7 x 350 = 995 MB.
-XPLANE_BASE_MB = 50
-XPLANE_MB_PER_MB = 2.7
-DEFAULT_MAX_XPLANE_MB = 350.0
-XPLANE_LIMIT_ENV = "GPUDIAG_MAX_XPLANE_MB"
 
 
 def check_xplane_size(path: str, limit: float) -> None:

@@ -1,0 +1,53 @@
+"""What ``gpudiag --help`` and ``gpudiag analyze --json`` import: only what they use (on a
+small trace, importing is most of the time; benchmarks/analyze_speed.py shows how much)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+SMALL = Path(__file__).resolve().parent.parent / "sample_traces" / "mi250_rocm_minitoy.json.gz"
+PROBE = """
+import io, json, sys
+from contextlib import redirect_stdout
+from gpudiag.cli import main
+with redirect_stdout(io.StringIO()):
+    try:
+        code = main(sys.argv[1:])
+    except SystemExit as e:
+        code = e.code
+print(json.dumps([code, sorted(sys.modules)]))
+"""
+# never needed to print a verdict as JSON: the terminal and HTML views, the TF/xprof side
+NOT_FOR_JSON = ("rich", "gpudiag.show", "gpudiag.trace.x", "google", "ijson", "tensorflow")
+
+
+def _imported(*args: str) -> tuple[int, list[str]]:
+    out = subprocess.run(
+        [sys.executable, "-c", PROBE, *args],
+        capture_output=True,
+        text=True,
+        check=True,
+        stdin=subprocess.DEVNULL,
+    ).stdout
+    code, modules = json.loads(out.splitlines()[-1])
+    return code, modules
+
+
+def test_analyze_json_imports_no_view_and_no_other_reader():
+    code, modules = _imported("analyze", str(SMALL), "--json")
+    assert code == 0
+    assert "gpudiag.trace.kineto" in modules  # the probe did read the trace
+    assert [m for m in modules if m.startswith(NOT_FOR_JSON)] == []
+
+
+@pytest.mark.parametrize("args", [["--help"], ["analyze", "--help"], []])
+def test_help_imports_neither_readers_nor_numpy(args):
+    code, modules = _imported(*args)
+    assert code == 0
+    heavy = ("numpy", "rich", "gpudiag.trace.", "gpudiag.analyze", "gpudiag.show", "orjson")
+    assert [m for m in modules if m.startswith(heavy)] == ["gpudiag.trace.errors"]
