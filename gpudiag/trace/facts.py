@@ -110,8 +110,8 @@ INFERENCE_RE = re.compile(
 )
 TRAINING = Scan(
     TRAINING_RE,
-    ("backward", "autograd::engine", "optimizer.", "grad", "backprop", "resourceapply",
-     "transpose(jvp", "optax"),
+    ("backward", "autograd::engine", "optimizer.", "grad", "backprop", "apply",
+     "transpose(jvp", "optax", "train_function"),
 )  # fmt: skip
 
 
