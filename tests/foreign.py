@@ -23,6 +23,22 @@ def write(doc: Any, path: Path) -> str:
     return str(path)
 
 
+def tf_meta(pid: int, what: str, name: str, tid: int | None = None) -> dict[str, Any]:
+    """A TensorFlow trace-viewer metadata event (``process_name`` / ``thread_name``)."""
+    ev: dict[str, Any] = {"ph": "M", "pid": pid, "name": what, "args": {"name": name}}
+    if tid is not None:
+        ev["tid"] = tid
+    return ev
+
+
+def tf_event(pid: int, tid: int, name: str, ts: float, dur: float, **args: Any) -> dict[str, Any]:
+    """A TensorFlow trace-viewer complete event; ``args`` only when given."""
+    ev: dict[str, Any] = {"ph": "X", "pid": pid, "tid": tid, "name": name, "ts": ts, "dur": dur}
+    if args:
+        ev["args"] = args
+    return ev
+
+
 def _x(
     cat: str | None, name: str, pid: Any, tid: Any, ts: float, dur: float, **args: Any
 ) -> dict[str, Any]:

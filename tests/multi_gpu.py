@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any
 
 from gpudiag.analyze import diagnose
 from gpudiag.analyze.evidence import HostFacts, RankEvidence, Situation
@@ -18,23 +17,14 @@ from gpudiag.trace.load import load_file
 from gpudiag.trace.runconfig import RunConfig
 from gpudiag.trace.timeline import Metadata, Timeline
 from tests import foreign
+from tests.foreign import tf_event as _x
+from tests.foreign import tf_meta as _m
 
 STEP_US = 10_000.0
 CONV = "volta_scudnn_128x64_relu_interior_nn_v1"
 TF_SHUFFLE = "void tensorflow::functor::ShuffleInTensor3Simple<float, 2, 1, 0, false>(int)"
 TF_SWAP = "void tensorflow::functor::SwapDimension1And2InTensor3UsingTiles<float, 256>(float)"
 BATCH, SAMPLE = 256, 32 * 32 * 3 * 4 + 4  # CIFAR-sized float32 images and int32 labels
-
-
-def _m(pid: int, what: str, name: str, tid: int | None = None) -> dict[str, Any]:
-    ev: dict[str, Any] = {"ph": "M", "pid": pid, "name": what, "args": {"name": name}}
-    if tid is not None:
-        ev["tid"] = tid
-    return ev
-
-
-def _x(pid: int, tid: int, name: str, ts: float, dur: float, **args: Any) -> dict[str, Any]:
-    return {"ph": "X", "pid": pid, "tid": tid, "name": name, "ts": ts, "dur": dur, "args": args}
 
 
 def tf_conv_run(

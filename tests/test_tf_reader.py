@@ -16,22 +16,10 @@ from gpudiag.trace.load import load_file
 from gpudiag.trace.sink import LIMIT_ENV, MAX_KEYS
 from gpudiag.trace.tfprof import MAX_REPLICAS
 from tests import foreign
+from tests.foreign import tf_event as _x
+from tests.foreign import tf_meta as _m
 
 STEP_US = 1000.0
-
-
-def _m(pid: int, what: str, name: str, tid: int | None = None) -> dict[str, Any]:
-    ev: dict[str, Any] = {"ph": "M", "pid": pid, "name": what, "args": {"name": name}}
-    if tid is not None:
-        ev["tid"] = tid
-    return ev
-
-
-def _x(pid: int, tid: int, name: str, ts: float, dur: float, **args: Any) -> dict[str, Any]:
-    ev: dict[str, Any] = {"ph": "X", "pid": pid, "tid": tid, "name": name, "ts": ts, "dur": dur}
-    if args:
-        ev["args"] = args
-    return ev
 
 
 def gpu_run(steps: int = 12) -> list[dict[str, Any]]:
