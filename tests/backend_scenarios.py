@@ -177,13 +177,9 @@ def uneven_batch(trace: str) -> dict:
 def _result(cb) -> dict:
     import keras
 
-    d = cb.diagnosis
-    return {
-        "backend": keras.backend.backend(),
-        "diagnosis": d.to_dict() if d is not None else None,
-        "trace_path": cb.trace_path,
-        "overhead": cb.overhead,
-    }
+    from tests.scenarios import _result as scenario_result
+
+    return {"backend": keras.backend.backend(), **scenario_result(cb)}
 
 
 SCENARIOS = {f.__name__: f for f in (starved_input, conv_compute, tiny_batch, uneven_batch)}
