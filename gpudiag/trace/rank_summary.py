@@ -43,10 +43,8 @@ def read_summaries(path: str, reduce: bool, limits: ReadLimits) -> Result:
     """Pool / Dask task: the file's rank summaries (``reduce=False``: its whole timelines),
     or the TraceError that says why it cannot be read (returned, not raised: it comes back
     as it is, whatever the exception was)."""
-    from gpudiag.trace.allocator import return_big_buffers
     from gpudiag.trace.load import load_file
 
-    return_big_buffers()  # an analysis process: keep its peak memory its true peak
     try:
         return [summarize(tl) if reduce else tl for tl in load_file(path, limits)], None
     except Exception as e:  # an input we did not foresee: one line, never a traceback
