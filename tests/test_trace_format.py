@@ -74,3 +74,60 @@ def test_flush_makes_events_visible_before_close(tmp_path):
     assert len(tl.steps) == 1
     w.close()
     w.close()  # idempotent
+
+
+def _read_both(path, monkeypatch):
+    """The file read with chunks decoded whole (the fast path), then line by line."""
+    from gpudiag.trace import gpudiag_format
+
+    (fast,) = load_file(str(path))
+    with monkeypatch.context() as m:
+        m.setattr(gpudiag_format, "_decode_lines", lambda lines: None)
+        (slow,) = load_file(str(path))
+    return fast, slow
+
+
+def _same(a, b):
+    assert a.meta.limitations == b.meta.limitations
+    assert a.steps.index.tolist() == b.steps.index.tolist()
+    assert a.steps.start.tolist() == b.steps.start.tolist()
+    assert sorted(a.activity) == sorted(b.activity)
+    for key, iv in a.activity.items():
+        assert iv.starts.tolist() == b.activity[key].starts.tolist()
+    assert a.input_wait.starts.tolist() == b.input_wait.starts.tolist()
+
+
+def test_chunks_decoded_whole_read_as_line_by_line(tmp_path, monkeypatch):
+    """Several MB: the chunks after the first are decoded whole; blank lines, an event with
+    impossible times and a truncated last line give what line-by-line reading gives."""
+    p = tmp_path / "big.json"
+    _write(p, steps=10_000)
+    lines = p.read_bytes().split(b"\n")
+    assert len(p.read_bytes()) > 3 << 20, "the file must span several chunks"
+    fast, slow = _read_both(p, monkeypatch)
+    _same(fast, slow)
+    assert len(fast.steps) == 10_000
+    middle = len(lines) // 2
+    lines[middle:middle] = [b"", b"   ", b',{"ph": "X", "cat": "input", "ts": 5.0, "dur": -1.0}']
+    cut = b"\n".join(lines)
+    p.write_bytes(cut[: cut.rfind(b"\n", 0, len(cut) - 5000) + 20])  # cut mid-line
+    fast, slow = _read_both(p, monkeypatch)
+    _same(fast, slow)
+    assert any("impossible times" in lim for lim in fast.meta.limitations)
+    assert any("killed" in lim for lim in fast.meta.limitations)
+
+
+def test_corruption_deep_in_a_big_stream_names_its_line(tmp_path, monkeypatch):
+    from gpudiag.trace import gpudiag_format
+
+    p = tmp_path / "bad.json"
+    _write(p, steps=10_000)
+    lines = p.read_text().split("\n")
+    at = int(len(lines) * 0.7)
+    lines[at] = ',{"ph": "X", "cat": "step", "ts": 1.0, "dur": 2.0}, {"ph": "X"}'  # two events
+    p.write_text("\n".join(lines))
+    with pytest.raises(TraceError, match=f"corrupt gpudiag trace at line {at + 1}$"):
+        load_file(str(p))
+    monkeypatch.setattr(gpudiag_format, "_decode_lines", lambda lines: None)
+    with pytest.raises(TraceError, match=f"corrupt gpudiag trace at line {at + 1}$"):
+        load_file(str(p))

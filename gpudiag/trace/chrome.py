@@ -181,7 +181,7 @@ class EventStream:
             if self.prefix == "traceEvents.item":  # orjson, a slice of events at a time
                 try:
                     for events in event_slices(self.path):
-                        kept = _check_slice(events, self.path)
+                        kept = check_slice(events, self.path)
                         dropped += len(events) - len(kept)
                         yield from kept
                         given += len(events)
@@ -201,7 +201,7 @@ class EventStream:
             self.dropped = max(self.dropped, dropped)
 
 
-def _check_slice(events: list[Any], path: str) -> list[Any]:
+def check_slice(events: list[Any], path: str) -> list[Any]:
     """``check_event`` over a slice before any of it is given (the events to give), its
     common case inline: a call per event costs a tenth of the reading."""
     for ev in events:

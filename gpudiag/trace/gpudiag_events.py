@@ -89,6 +89,9 @@ def _update_meta(meta: Metadata, args: dict[str, Any]) -> None:
             setattr(meta, key, str(value))
 
 
+_DEVICE_KINDS = {CAT_DEVICE + k.value: k for k in Kind}  # cat -> Kind, without a lookup by value
+
+
 def _num(v: Any) -> float:
     """A finite JSON number; anything else (a string "high", NaN, a bool) is a ValueError."""
     if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
@@ -186,12 +189,21 @@ class TimelineBuilder:
         ph = ev.get("ph")
         cat = ev.get("cat", "")
         if ph == "X":
-            ts = _num(ev["ts"])
-            end = ts + _num(ev.get("dur", 0.0))
+            ts = ev["ts"]
+            if type(ts) is not float or ts - ts != 0.0:  # the common case: a finite float
+                ts = _num(ts)
+            dur = ev.get("dur", 0.0)
+            if type(dur) is not float or dur - dur != 0.0:
+                dur = _num(dur)
+            end = ts + dur
             args = ev.get("args") or {}
-            if cat.startswith(CAT_DEVICE):
-                kind = Kind(cat[len(CAT_DEVICE) :])
-                device = str(args["device"])
+            kind = _DEVICE_KINDS.get(cat)
+            if kind is not None or cat.startswith(CAT_DEVICE):
+                if kind is None:
+                    kind = Kind(cat[len(CAT_DEVICE) :])  # ValueError: not a kind
+                device = args["device"]
+                if type(device) is not str:
+                    device = str(device)
                 self.dev.add((device, kind), ts, end)
                 if kind is Kind.COMPUTE and (
                     device in self.kernels or len(self.kernels) < MAX_KEYS
