@@ -368,3 +368,13 @@ def test_an_integer_beyond_64_bits_is_a_float_by_line(tmp_path):
     path.write_bytes(HEAD + LINES[0] + b',\n{"ph": "X", "args": {"n": 1' + b"0" * 30 + b"}}\n]}")
     events, error = _events(str(path))
     assert error is None and events[1]["args"]["n"] == 1e30  # (as a time: impossible, dropped)
+
+
+def test_step_markers_answered_first_as_every_question_would():
+    from gpudiag.trace.tf_names import STEP, classified, name_info
+
+    for name in ("train 0", "train 7", "train 123456789"):
+        assert name_info(name) == classified(name)
+        assert name_info(name)[:2] == (STEP, int(name.split()[1]))
+    for name in ("IteratorGetNext", "train_function", "ApplyAdam", "train 3 x"):
+        assert name_info(name) == classified(name)

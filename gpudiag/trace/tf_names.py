@@ -128,6 +128,17 @@ MAX_CACHED_NAMES = 16_384  # host op names repeat; step markers ("train 12") are
 
 
 def name_info(name: str) -> NameInfo:
+    """What a host event's name makes it (``NameInfo``). A step marker ("train 12", one per
+    step and never cached) is answered first: "train" and digits name no marker, needle or
+    op of the iterator (``classified`` asks, and says the same; asking cost a fifth of
+    reading a TF trace of short steps)."""
+    if (m := STEP_MARKER_RE.match(name)) is not None:
+        return (STEP, int(m.group(1)), False, False, False, False, False, False)
+    return classified(name)
+
+
+def classified(name: str) -> NameInfo:
+    """``name_info`` with every question asked."""
     step = 0
     if name in INPUT_WAIT_NAMES or name.startswith("MultiDeviceIteratorGetNextFromShard"):
         kind = INPUT
