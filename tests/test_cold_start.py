@@ -45,6 +45,14 @@ def test_analyze_json_imports_no_view_and_no_other_reader():
     assert [m for m in modules if m.startswith(NOT_FOR_JSON)] == []
 
 
+def test_a_kineto_trace_imports_no_tf_reader_and_no_run_grouping():
+    kineto = SMALL.parent / "resnet50_dataloader_workers0.pt.trace.json.gz"
+    code, modules = _imported("analyze", str(kineto), "--json")
+    assert code == 0 and "gpudiag.trace.kineto" in modules
+    # the TF reader (a Kineto head says what the file is) and the digest of several files
+    assert [m for m in modules if m in ("gpudiag.trace.tfprof", "hashlib")] == []
+
+
 @pytest.mark.parametrize("args", [["--help"], ["analyze", "--help"], []])
 def test_help_imports_neither_readers_nor_numpy(args):
     code, modules = _imported(*args)

@@ -112,10 +112,11 @@ def _read_chrome_doc(doc: ChromeDoc, path: str) -> list[Timeline]:
     """Kineto or TF trace viewer, told apart by top-level keys, then by event names."""
     from gpudiag.trace.chrome import index_head, index_names
     from gpudiag.trace.kineto import TOP_KEYS, looks_like_kineto, read_kineto
-    from gpudiag.trace.tfprof import looks_like_tf, read_tf_stream, read_tf_trace
 
     if any(k in doc.top for k in TOP_KEYS):  # Kineto: no names needed, one pass
         return read_kineto(doc, path)
+    from gpudiag.trace.tfprof import looks_like_tf, read_tf_stream, read_tf_trace
+
     index_head(doc)
     if looks_like_tf(doc):  # TF writes its names first: one pass, unless one came late
         timelines = read_tf_stream(doc, path)

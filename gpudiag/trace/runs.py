@@ -18,7 +18,6 @@ with ranks x profiled window, not with trace size.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -84,6 +83,8 @@ def run_files(args: Sequence[str]) -> list[str]:
 def identify(path: str) -> RankFile:
     """Run id, rank and start of a file from its head (no full read), as its format in the
     table says. TraceError for a file that cannot be read at all."""
+    import hashlib  # several files only: one trace never imports it
+
     from gpudiag.trace.formats import Identity, find_format
     from gpudiag.trace.source import peek_source
 
