@@ -408,6 +408,7 @@ def main() -> int:
                 build(p)
             inputs.append((label, p))
         rows = []
+        crashed: list[str] = []
         print(
             f"{'input':42} {'disk MB':>8} {'data MB':>8} {'rc':>3} {'wall s':>7} "
             f"{'MB/s':>6} {'peak RSS MB':>11}  result"
@@ -433,12 +434,17 @@ def main() -> int:
             f"\npeak RSS, worst input: {worst_rss:.0f} MB (target <= {RSS_TARGET_MB} MB); "
             f"slowest trace: {slowest:.1f} MB/s (target >= {SPEED_TARGET_MBS} MB/s)"
         )
+        # a trace must be analyzed (exit 0), a hostile input refused in one line (exit 2):
+        # any other exit is a crash, whatever the figures above say
+        crashed = [str(r["input"]) for r in rows if r["rc"] not in (0, 2)]
+        if crashed:
+            print(f"CRASHED (exit neither 0 nor 2): {', '.join(crashed)}")
         if args.json_out:
             Path(args.json_out).write_text(json.dumps(rows, indent=2))
     finally:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
-    return 0
+    return 1 if crashed else 0
 
 
 if __name__ == "__main__":

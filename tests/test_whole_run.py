@@ -168,3 +168,30 @@ def test_steps_numbered_out_of_order_are_weighed_as_one_window():
     view = whole_run(tl)
     assert len(view.windows) == 1 and view.windows[0].weight == 1.0
     assert view.breakdown.shares["input"] > 0.35
+
+
+def test_compare_shows_the_phases_each_side_went_through(tmp_path):
+    """A slowdown late in NEW is said beside its median, in the terminal as in the JSON."""
+    from rich.console import Console
+
+    from gpudiag.analyze.compare import compare
+    from gpudiag.show.compare import render_comparison
+
+    steady = record(tmp_path / "steady.json", [(30, 5_000, 0.05, 5), (30, 5_000, 0.05, None)])
+    slow = record(
+        tmp_path / "slow.json",
+        [(30, 5_000, 0.05, 5), (30, 5_000, 0.05, None), (30, 9_000, 0.05, None)],
+        warmup_us=2_000_000,
+    )
+    c = compare(diagnose(load_file(str(steady.path))), diagnose(load_file(str(slow.path))))
+    assert not c.base.phases
+    assert c.new.phases == [
+        "the first step took 2.00 s (tracing, compilation, first batches); steady steps take "
+        "5.0 ms (0.0 s in, 2.0 s long)",
+        "epoch 3 ran at 9.0 ms per step against 5.0 ms before (2.3 s in, 0.3 s long)",
+    ]
+    console = Console(width=160, record=True)
+    console.print(render_comparison(c, "steady.json", "slow.json"))
+    out = console.export_text(styles=False)
+    assert out.count("phase:") == 2
+    assert "epoch 3 ran at 9.0 ms per step" in out

@@ -65,7 +65,13 @@ class RunFigures:
 
 def _phase_text(p: dict[str, Any]) -> str:
     what = str(p.get("detail") or p.get("kind") or "phase")
-    return f"{what} ({p.get('start_s', 0):.0f} s in, {p.get('duration_s', 0):.0f} s long)"
+    return f"{what} ({_s(p.get('start_s'))} in, {_s(p.get('duration_s'))} long)"
+
+
+def _s(seconds: Any) -> str:
+    """Seconds as a phase is placed: tenths below 10 s (a warm-up of 0.3 s is not 0 s)."""
+    x = float(seconds) if isinstance(seconds, int | float) else 0.0
+    return f"{x:.1f} s" if abs(x) < 10 else f"{x:.0f} s"
 
 
 @dataclass

@@ -285,13 +285,14 @@ def _phases(
         k += 1
     if k:
         phase[:k] = "warm-up"
+        n_warm = int(r.batches[:k].sum())
         out.append(
             Phase(
                 "warm-up",
                 float(r.start[0]),
                 float(r.end[k - 1]),
-                f"the first {int(r.batches[:k].sum())} steps took "
-                f"{(r.end[k - 1] - r.start[0]) / 1e6:.2f} s (tracing, compilation, "
+                ("the first step took " if n_warm == 1 else f"the first {n_warm} steps took ")
+                + f"{(r.end[k - 1] - r.start[0]) / 1e6:.2f} s (tracing, compilation, "
                 f"first batches); steady steps take {steady_median / 1000:.1f} ms",
                 {
                     "steps": int(r.batches[:k].sum()),

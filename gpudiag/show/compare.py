@@ -34,6 +34,8 @@ def _side(name: str, label: str, r: RunFigures) -> Text:
     t.append(f" {r.verdict.upper()} ", style=VERDICT_STYLE.get(r.verdict, ""))
     t.append(f"  median step {_ms(r.median_step_ms)}, p90 {_ms(r.p90_step_ms)}, {r.steps} steps\n")
     t.append(f"      {clean(label)}", style="bright_black")
+    for phase in r.phases:  # warm-up, cache fill, slowdowns: a side's median hides them
+        t.append(f"\n      phase: {clean(phase)}", style="bright_black")
     return t
 
 
