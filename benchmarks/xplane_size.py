@@ -10,7 +10,7 @@ events, wall time, MB/s (file bytes per wall second, interpreter start included)
 RSS, and the growth of peak RSS per MB of file over the previous row.
 
 Targets (issue: TensorFlow profiles of any size): 100 MB analyzed without a flag, <= 300 MB
-peak RSS at 40 MB, >= 20 MB/s.
+peak RSS at 40 MB, >= 20 MB/s from 20 MB up (below, the process start is most of the time).
 
     python benchmarks/xplane_size.py                       # 10, 20, 40, 70, 100 MB
     python benchmarks/xplane_size.py --mb 40 --mb 200 --keep /tmp/xplanes
@@ -117,7 +117,7 @@ def _speed_verdict(direct: list[dict[str, object]]) -> None:
     tens of MB the interpreter and its imports, not the reading, set the time."""
     import numpy as np
 
-    big = [r for r in direct if float(r["mb"]) >= SPEED_FROM_MB]  # type: ignore[arg-type]
+    big = [r for r in direct if float(r["mb"]) >= SPEED_FROM_MB * 0.95]  # type: ignore[arg-type]
     for label, key in (("wall", "wall_s"), ("CPU", "cpu_s")):
         if big:
             slow = min(float(r["mb"]) / float(r[key]) for r in big)  # type: ignore[arg-type]
