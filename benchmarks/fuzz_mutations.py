@@ -62,8 +62,9 @@ def tf_json_base(events: int) -> Base:
     return Base("tf_trace_viewer", "json", _chrome({"displayTimeUnit": "ns"}, evs))
 
 
-def gpudiag_base(steps: int) -> Base:
-    """A gpudiag stream: steps, counters, and a profiled window's device activity."""
+def gpudiag_base(steps: int, profiled: int = 50) -> Base:
+    """A gpudiag stream: steps (the first ``profiled`` written one by one, the rest summed
+    into step groups), counters, and a profiled window's device activity."""
     import numpy as np
 
     from gpudiag.record.writer import TraceWriter
@@ -78,7 +79,7 @@ def gpudiag_base(steps: int) -> Base:
         w = TraceWriter(str(p), Metadata(producer="gpudiag", devices=["GPU 0"]), flush_every=0)
         for i in range(steps):
             t = i * 10_000.0
-            w.step(i, t, t + 9_000.0, profiled=i < 50)
+            w.step(i, t, t + 9_000.0, profiled=i < profiled)
             w.counter("gpu_util", "GPU 0", t + 5_000.0, 70.0)
         w.timeline(window)
         w.close()
@@ -89,8 +90,16 @@ def xplane_base() -> Base:
     return Base("xplane", "xplane", (SAMPLES / "tf_gpu_multi_worker.xplane.pb").read_bytes())
 
 
-def all_bases(events: int = 3000) -> list[Base]:
-    return [*kineto_bases(events), tf_json_base(events), gpudiag_base(events // 10), xplane_base()]
+def all_bases(events: int = 3000, stream_steps: int | None = None) -> list[Base]:
+    """Every base. The gpudiag stream has ``events // 10`` steps (one chunk: it is read line
+    by line), or ``stream_steps`` profiled steps, each its own lines (20,000 make several
+    chunks of a MB, each decoded at once where it can be)."""
+    stream = (
+        gpudiag_base(events // 10)
+        if stream_steps is None
+        else gpudiag_base(stream_steps, profiled=stream_steps)
+    )
+    return [*kineto_bases(events), tf_json_base(events), stream, xplane_base()]
 
 
 # ---- mutations ---------------------------------------------------------------------------

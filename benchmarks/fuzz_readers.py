@@ -8,7 +8,9 @@ error no reader foresaw shows as the traceback it is. Each outcome is one of:
   (0 to 30 days), shares in [0, 1], every time figure within a year, nothing on stderr;
 - ``refused``: exit 2 and one short line on stderr naming the file;
 - a defect: ``traceback``, ``exit N``, ``signal N``, ``timeout``, ``non-finite``,
-  ``implausible``, ``stderr`` (more than that one line, or output beside an answer).
+  ``implausible``, ``stderr`` (more than that one line, or output beside an answer), and
+  with ``--line-by-line`` ``differs``: a gpudiag stream whose reading a chunk at a time
+  gives other output than its reading line by line.
 
 Bases and mutations: ``fuzz_mutations.py``.
 
@@ -43,7 +45,9 @@ from benchmarks.fuzz_mutations import Base, all_bases, mutants  # noqa: E402
 
 MAX_STEP_MS = 30 * 86_400e3  # a median step beyond 30 days is not a figure (docs/formats.md)
 MAX_LINE = 400  # characters of the refusal line besides the file's path
-DEFECTS = ("traceback", "exit", "signal", "timeout", "non-finite", "implausible", "stderr")
+DEFECTS = (
+    "traceback", "exit", "signal", "timeout", "non-finite", "implausible", "stderr", "differs"
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -64,14 +68,28 @@ def _cap(mem_mb: int) -> Callable[[], None]:
     return apply
 
 
-def run_one(path: Path, timeout: float, mem_mb: int) -> tuple[str, str, float]:
-    """(verdict, detail, seconds) of ``gpudiag analyze PATH --json``."""
+# ``gpudiag analyze FILE --json`` with a gpudiag stream read line by line: the reference the
+# reading of a whole chunk at once must match, byte for byte (``--line-by-line``)
+LINE_BY_LINE = """
+import sys
+from gpudiag.trace import gpudiag_format
+gpudiag_format._decode_lines = lambda lines: None
+from gpudiag.cli import main
+sys.exit(main(["analyze", sys.argv[1], "--json"]))
+"""
+
+
+def _analyze(
+    path: Path, timeout: float, mem_mb: int, line_by_line: bool = False
+) -> subprocess.CompletedProcess[bytes] | None:
+    """The finished process, or None past ``timeout``."""
     env = {**os.environ, "GPUDIAG_DEBUG": "1", "PYTHONPATH": str(REPO)}
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-    t0 = time.perf_counter()
+    how = ["-c", LINE_BY_LINE, str(path)] if line_by_line else ["-m", "gpudiag", "analyze"]
+    args = how if line_by_line else [*how, str(path), "--json"]
     try:
-        r = subprocess.run(
-            [sys.executable, "-m", "gpudiag", "analyze", str(path), "--json"],
+        return subprocess.run(
+            [sys.executable, *args],
             capture_output=True,
             timeout=timeout,
             env=env,
@@ -79,9 +97,28 @@ def run_one(path: Path, timeout: float, mem_mb: int) -> tuple[str, str, float]:
             preexec_fn=_cap(mem_mb),
         )
     except subprocess.TimeoutExpired:
-        return "timeout", f"over {timeout:g} s", time.perf_counter() - t0
+        return None
+
+
+def run_one(
+    path: Path, timeout: float, mem_mb: int, line_by_line: bool = False
+) -> tuple[str, str, float]:
+    """(verdict, detail, seconds) of ``gpudiag analyze PATH --json``; ``line_by_line``: the
+    same run with the stream read line by line must give the same exit, output and message."""
+    t0 = time.perf_counter()
+    r = _analyze(path, timeout, mem_mb)
     seconds = time.perf_counter() - t0
+    if r is None:
+        return "timeout", f"over {timeout:g} s", seconds
     verdict, detail = judge(r.returncode, r.stdout, r.stderr, str(path))
+    if line_by_line and verdict not in DEFECTS:
+        ref = _analyze(path, timeout, mem_mb, line_by_line=True)
+        if ref is None or (ref.returncode, ref.stdout, ref.stderr) != (
+            r.returncode,
+            r.stdout,
+            r.stderr,
+        ):
+            return "differs", "not what reading it line by line gives", seconds
     return verdict, detail, seconds
 
 
@@ -160,8 +197,10 @@ def fuzz(
     timeout: float = 60.0,
     mem_mb: int = 1024,
     jobs: int = 2,
+    line_by_line: bool = False,
 ) -> list[Outcome]:
-    """Write every mutant under ``workdir`` and judge each run."""
+    """Write every mutant under ``workdir`` and judge each run (``line_by_line``: each
+    gpudiag stream mutant also against its reading line by line)."""
     rng = random.Random(seed)
     todo: list[tuple[Base, str, Path]] = []
     for base in bases:
@@ -172,7 +211,8 @@ def fuzz(
 
     def one(item: tuple[Base, str, Path]) -> Outcome:
         base, _, path = item
-        verdict, detail, seconds = run_one(path, timeout, mem_mb)
+        check = line_by_line and base.kind == "gpudiag"
+        verdict, detail, seconds = run_one(path, timeout, mem_mb, check)
         return Outcome(base.name, f"{path.name}", verdict, detail, seconds)
 
     with ThreadPoolExecutor(jobs) as pool:
@@ -188,14 +228,30 @@ def main() -> int:
     ap.add_argument("--mem-mb", type=int, default=1024, help="address-space cap (1024 MB)")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--keep", help="write the mutants here and keep them")
+    ap.add_argument("--stream-steps", type=int, help="steps of the gpudiag stream base")
+    ap.add_argument("--only", action="append", help="fuzz only this base (repeatable)")
+    ap.add_argument(
+        "--line-by-line",
+        action="store_true",
+        help="also read each gpudiag stream mutant line by line: the same output, or a defect",
+    )
     args = ap.parse_args()
     t0 = time.perf_counter()
-    bases = all_bases(args.events)
+    bases = [
+        b for b in all_bases(args.events, args.stream_steps) if not args.only or b.name in args.only
+    ]
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(args.keep or tmp)
         workdir.mkdir(parents=True, exist_ok=True)
         outcomes = fuzz(
-            bases, args.per_base, args.seed, workdir, args.timeout, args.mem_mb, args.jobs
+            bases,
+            args.per_base,
+            args.seed,
+            workdir,
+            args.timeout,
+            args.mem_mb,
+            args.jobs,
+            args.line_by_line,
         )
     counts = collections.Counter(o.verdict for o in outcomes)
     per_mutation = collections.Counter((o.mutation.split(".")[-1], o.verdict) for o in outcomes)
