@@ -295,7 +295,7 @@ def _phases(
                 + f"{(r.end[k - 1] - r.start[0]) / 1e6:.2f} s (tracing, compilation, "
                 f"first batches); steady steps take {steady_median / 1000:.1f} ms",
                 {
-                    "steps": int(r.batches[:k].sum()),
+                    "steps": n_warm,
                     "seconds": round(float(r.end[k - 1] - r.start[0]) / 1e6, 3),
                 },
             )
