@@ -85,8 +85,10 @@ def _analyze(
     """The finished process, or None past ``timeout``."""
     env = {**os.environ, "GPUDIAG_DEBUG": "1", "PYTHONPATH": str(REPO)}
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-    how = ["-c", LINE_BY_LINE, str(path)] if line_by_line else ["-m", "gpudiag", "analyze"]
-    args = how if line_by_line else [*how, str(path), "--json"]
+    if line_by_line:
+        args = ["-c", LINE_BY_LINE, str(path)]
+    else:
+        args = ["-m", "gpudiag", "analyze", str(path), "--json"]
     try:
         return subprocess.run(
             [sys.executable, *args],
