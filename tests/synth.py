@@ -2,7 +2,18 @@
 
 from __future__ import annotations
 
+from gpudiag.record.writer import TraceWriter
 from gpudiag.trace.timeline import Kind, Metadata, Timeline
+
+
+def record_profiled(path: object, tl: Timeline, meta: Metadata) -> None:
+    """``tl`` written as gpudiag's stream by a run profiled from start to end: every step
+    its own event, every interval of the timeline kept."""
+    with TraceWriter(str(path), meta) as w:
+        w.detail(True)
+        for i, s, e in zip(tl.steps.index, tl.steps.start, tl.steps.end, strict=True):
+            w.step(int(i), float(s), float(e), profiled=True)
+        w.timeline(tl)
 
 
 def periodic(

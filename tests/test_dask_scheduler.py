@@ -9,9 +9,8 @@ import os
 import pytest
 
 from gpudiag.cli import main
-from gpudiag.record.writer import TraceWriter
 from gpudiag.trace.timeline import Metadata
-from tests.synth import periodic
+from tests.synth import periodic, record_profiled
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -21,11 +20,7 @@ def _ranks(folder) -> None:
     for r in range(2):
         tl = periodic(steps=30, input_frac=0.35, compute_frac=0.5)
         meta = Metadata(producer="gpudiag", devices=["GPU 0"], rank=r, world_size=2, run_id="mw-d")
-        with TraceWriter(str(folder / f"rank{r}.json"), meta) as w:
-            w.detail(True)
-            for i, s, e in zip(tl.steps.index, tl.steps.start, tl.steps.end, strict=True):
-                w.step(int(i), float(s), float(e), profiled=True)
-            w.timeline(tl)
+        record_profiled(folder / f"rank{r}.json", tl, meta)
 
 
 def test_relative_paths_reach_workers_that_run_elsewhere(tmp_path, capsys, monkeypatch):

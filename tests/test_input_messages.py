@@ -15,11 +15,10 @@ import zlib
 import pytest
 
 from gpudiag.cli import main
-from gpudiag.record.writer import TraceWriter
 from gpudiag.trace.load import load_file
 from gpudiag.trace.timeline import Metadata
 from tests.foreign import rocm_hipfree
-from tests.synth import periodic
+from tests.synth import periodic, record_profiled
 
 
 def _kineto() -> bytes:
@@ -142,11 +141,7 @@ def test_json_still_being_written_is_said_plainly(tmp_path, capsys):
 
 def _write_gpudiag(path) -> None:
     tl = periodic(steps=30, input_frac=0.35, compute_frac=0.5)
-    with TraceWriter(str(path), Metadata(producer="gpudiag", devices=["GPU 0"])) as w:
-        w.detail(True)
-        for i, s, e in zip(tl.steps.index, tl.steps.start, tl.steps.end, strict=True):
-            w.step(int(i), float(s), float(e), profiled=True)
-        w.timeline(tl)
+    record_profiled(path, tl, Metadata(producer="gpudiag", devices=["GPU 0"]))
 
 
 def test_gzip_gpudiag_stream_being_written_reads_up_to_the_cut(tmp_path, capsys):

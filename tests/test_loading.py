@@ -8,7 +8,6 @@ import pickle
 
 from gpudiag.analyze.diagnosis import Diagnosis, Finding
 from gpudiag.cli import main
-from gpudiag.record.writer import TraceWriter
 from gpudiag.trace.errors import TraceError
 from gpudiag.trace.formats import FORMATS, find_format
 from gpudiag.trace.limits import ReadLimits
@@ -17,7 +16,7 @@ from gpudiag.trace.runs import identify
 from gpudiag.trace.sink import LIMIT_ENV
 from gpudiag.trace.timeline import Metadata
 from tests.conftest import SAMPLES
-from tests.synth import periodic
+from tests.synth import periodic, record_profiled
 
 
 def _write(path, steps: int = 40, rank: int | None = None, run_id: str = "run-a") -> None:
@@ -25,11 +24,7 @@ def _write(path, steps: int = 40, rank: int | None = None, run_id: str = "run-a"
     meta = Metadata(producer="gpudiag", devices=["GPU 0"])
     if rank is not None:
         meta.rank, meta.world_size, meta.run_id = rank, 3, run_id
-    with TraceWriter(str(path), meta) as w:
-        w.detail(True)
-        for i, s, e in zip(tl.steps.index, tl.steps.start, tl.steps.end, strict=True):
-            w.step(int(i), float(s), float(e), profiled=True)
-        w.timeline(tl)
+    record_profiled(path, tl, meta)
 
 
 def test_trace_error_crosses_a_process_boundary_intact():

@@ -10,12 +10,11 @@ import time
 import psutil
 import pytest
 
-from gpudiag.record.writer import TraceWriter
 from gpudiag.trace.limits import ReadLimits
 from gpudiag.trace.runs import WORKER_BASE_MB, pool_size
 from gpudiag.trace.timeline import Metadata
 from tests.conftest import REPO
-from tests.synth import periodic
+from tests.synth import periodic, record_profiled
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -53,11 +52,7 @@ def test_sixteen_jobs_stay_within_the_budget(tmp_path):
     for r in range(16):
         tl = periodic(steps=200, input_frac=0.35, compute_frac=0.5)
         meta = Metadata(producer="gpudiag", devices=["GPU 0"], rank=r, world_size=16, run_id="mw")
-        with TraceWriter(str(tmp_path / f"rank{r}.json"), meta) as w:
-            w.detail(True)
-            for i, s, e in zip(tl.steps.index, tl.steps.start, tl.steps.end, strict=True):
-                w.step(int(i), float(s), float(e), profiled=True)
-            w.timeline(tl)
+        record_profiled(tmp_path / f"rank{r}.json", tl, meta)
     cmd = [sys.executable, "-m", "gpudiag", "analyze", str(tmp_path), "--json", "--jobs", "16"]
     code, peak = _peak_rss_mb(cmd)
     assert code == 0

@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 
 from gpudiag.cli import main
-from gpudiag.record.writer import TraceWriter
 from gpudiag.trace.sink import (
     LIMIT_ENV,
     MAX_KEYS,
@@ -19,7 +18,7 @@ from gpudiag.trace.sink import (
     share_of_limit,
 )
 from gpudiag.trace.timeline import Kind, Metadata, Timeline, union_of
-from tests.synth import periodic
+from tests.synth import periodic, record_profiled
 
 
 def test_overlapping_intervals_are_merged_not_cut():
@@ -89,11 +88,7 @@ def _write_run(path, steps: int, rank: int | None = None) -> None:
     meta = Metadata(producer="gpudiag", devices=["GPU 0"])
     if rank is not None:
         meta.rank, meta.world_size, meta.run_id = rank, 3, "run-a"
-    with TraceWriter(str(path), meta) as w:
-        w.detail(True)  # a profiled window over the whole run: every step, every kernel
-        for i, s, e in zip(tl.steps.index, tl.steps.start, tl.steps.end, strict=True):
-            w.step(int(i), float(s), float(e), profiled=True)
-        w.timeline(tl)
+    record_profiled(path, tl, meta)  # a profiled window over the whole run: every kernel
 
 
 def test_analyze_past_the_bound_gives_the_same_verdict_and_says_what_it_read(
