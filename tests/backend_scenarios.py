@@ -16,16 +16,7 @@ import time
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
 
-
-def _dense(inp: int, width: int = 64, batchnorm: bool = False):
-    import keras
-
-    layers = [keras.Input((inp,)), keras.layers.Dense(width, activation="relu")]
-    if batchnorm:
-        layers.append(keras.layers.BatchNormalization())
-    m = keras.Sequential([*layers, keras.layers.Dense(1)])
-    m.compile("adam", "mse")
-    return m
+from tests.scenarios import conv_classifier, dense_model  # stdlib only: no framework yet
 
 
 def starved_input(trace: str) -> dict:
@@ -48,7 +39,7 @@ def starved_input(trace: str) -> dict:
             return x, y
 
     ds = Slow()
-    m = _dense(32)
+    m = dense_model(32)
     cb = DiagnoseCallback(trace_path=trace, dataset=ds, quiet=True)
     m.fit(ds, epochs=1, verbose=0, callbacks=[cb])
     return _result(cb)
@@ -56,7 +47,6 @@ def starved_input(trace: str) -> dict:
 
 def conv_compute(trace: str) -> dict:
     """In-memory arrays and a convolutional model: the computation is the step."""
-    import keras
     import numpy as np
 
     from gpudiag import DiagnoseCallback
@@ -64,18 +54,7 @@ def conv_compute(trace: str) -> dict:
     rng = np.random.default_rng(0)
     x = rng.random((480, 24, 24, 3), dtype=np.float32)
     y = rng.integers(0, 10, 480)
-    m = keras.Sequential(
-        [
-            keras.Input((24, 24, 3)),
-            keras.layers.Conv2D(32, 3, padding="same", activation="relu"),
-            keras.layers.Conv2D(32, 3, padding="same", activation="relu"),
-            keras.layers.MaxPooling2D(),
-            keras.layers.Conv2D(32, 3, padding="same", activation="relu"),
-            keras.layers.GlobalAveragePooling2D(),
-            keras.layers.Dense(10),
-        ]
-    )
-    m.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    m = conv_classifier(24, 32)
     cb = DiagnoseCallback(trace_path=trace, quiet=True)
     m.fit(x, y, batch_size=32, epochs=1, verbose=0, callbacks=[cb])
     return _result(cb)
@@ -160,7 +139,7 @@ def uneven_batch(trace: str) -> dict:
 
     ds = Batches()
     with strategy.scope() if strategy is not None else contextlib.nullcontext():
-        m = _dense(16, width=32, batchnorm=True)
+        m = dense_model(16, width=32, batchnorm=True)
     cb = DiagnoseCallback(trace_path=trace, dataset=ds, model=m, quiet=True)
     error = None
     try:

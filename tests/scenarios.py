@@ -30,13 +30,35 @@ def _setup_replicas(n: int):
     return tf.distribute.get_strategy()
 
 
-def _dense(inp: int, width: int = 64):
+def dense_model(inp: int, width: int = 64, batchnorm: bool = False):
+    """A small regression MLP, compiled (the TF and the backend scenarios share it)."""
+    import keras
+
+    layers = [keras.Input((inp,)), keras.layers.Dense(width, activation="relu")]
+    if batchnorm:
+        layers.append(keras.layers.BatchNormalization())
+    m = keras.Sequential([*layers, keras.layers.Dense(1)])
+    m.compile("adam", "mse")
+    return m
+
+
+def conv_classifier(size: int, filters: int):
+    """Three 3x3 convolutions over ``size`` x ``size`` RGB images, ten classes, compiled: a
+    step that is computation."""
     import keras
 
     m = keras.Sequential(
-        [keras.Input((inp,)), keras.layers.Dense(width, activation="relu"), keras.layers.Dense(1)]
+        [
+            keras.Input((size, size, 3)),
+            keras.layers.Conv2D(filters, 3, padding="same", activation="relu"),
+            keras.layers.Conv2D(filters, 3, padding="same", activation="relu"),
+            keras.layers.MaxPooling2D(),
+            keras.layers.Conv2D(filters, 3, padding="same", activation="relu"),
+            keras.layers.GlobalAveragePooling2D(),
+            keras.layers.Dense(10),
+        ]
     )
-    m.compile("adam", "mse")
+    m.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
     return m
 
 
@@ -67,7 +89,7 @@ def gil_generator(trace: str) -> dict:
                 acc += i * i
             yield x, y
 
-    m = _dense(32)
+    m = dense_model(32)
     g = gen()
     cb = DiagnoseCallback(trace_path=trace, dataset=g, quiet=True)
     m.fit(g, steps_per_epoch=60, epochs=1, verbose=0, callbacks=[cb])
@@ -106,7 +128,7 @@ def sequential_map(trace: str) -> dict:
     from gpudiag import DiagnoseCallback
 
     ds = _slow_map_dataset(960, 32, 0.0015)
-    m = _dense(32)
+    m = dense_model(32)
     cb = DiagnoseCallback(trace_path=trace, dataset=ds, quiet=True)
     m.fit(ds, epochs=1, verbose=0, callbacks=[cb])
     return _result(cb)
@@ -140,7 +162,6 @@ def already_on(trace: str) -> dict:
 
 def cached_conv(trace: str) -> dict:
     """Cached, prefetched in-memory data and a convolutional model: compute-bound."""
-    import keras
     import numpy as np
     import tensorflow as tf
 
@@ -150,18 +171,7 @@ def cached_conv(trace: str) -> dict:
     x = rng.random((640, 32, 32, 3), dtype=np.float32)
     y = rng.integers(0, 10, 640)
     ds = tf.data.Dataset.from_tensor_slices((x, y)).batch(32).cache().prefetch(tf.data.AUTOTUNE)
-    m = keras.Sequential(
-        [
-            keras.Input((32, 32, 3)),
-            keras.layers.Conv2D(64, 3, padding="same", activation="relu"),
-            keras.layers.Conv2D(64, 3, padding="same", activation="relu"),
-            keras.layers.MaxPooling2D(),
-            keras.layers.Conv2D(64, 3, padding="same", activation="relu"),
-            keras.layers.GlobalAveragePooling2D(),
-            keras.layers.Dense(10),
-        ]
-    )
-    m.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    m = conv_classifier(32, 64)
     cb = DiagnoseCallback(trace_path=trace, dataset=ds, quiet=True)
     m.fit(ds, epochs=1, verbose=0, callbacks=[cb])
     return _result(cb)
@@ -266,7 +276,7 @@ def crash(trace: str) -> dict:
     import numpy as np
 
     rng = np.random.default_rng(0)
-    m = _dense(8)
+    m = dense_model(8)
     cb = DiagnoseCallback(trace_path=trace, quiet=True)
     raised = False
     try:
@@ -299,7 +309,7 @@ def long_run(trace: str) -> dict:
     from gpudiag import DiagnoseCallback
 
     rng = np.random.default_rng(0)
-    m = _dense(8)
+    m = dense_model(8)
     cb = DiagnoseCallback(trace_path=trace, quiet=True, profile_start=3, profile_steps=3)
     print("started", flush=True)
     m.fit(
@@ -318,7 +328,7 @@ def follow_run(trace: str) -> dict:
     from gpudiag import DiagnoseCallback
 
     ds = _slow_map_dataset(32 * 300, 16, 0.001)
-    m = _dense(16)
+    m = dense_model(16)
     cb = DiagnoseCallback(trace_path=trace, quiet=True, profile_start=3, profile_steps=4)
     print("started", flush=True)
     m.fit(ds, epochs=1, verbose=0, callbacks=[cb])
