@@ -28,7 +28,9 @@ NEW = {layout_transposes.ID, whole_batch_per_replica.ID, gpus_held_idle.ID}
 WITH_CAUSE = {"a100_nccl_sparse.json.gz": {layout_transposes.ID}}
 
 
-@pytest.mark.parametrize("name", sorted(p.name for p in SAMPLES.iterdir() if p.name != "README.md"))
+@pytest.mark.parametrize(
+    "name", sorted(p.name for p in SAMPLES.iterdir() if p.is_file() and p.name != "README.md")
+)
 def test_sample_traces(name):
     found = {f.id: f for f in diagnose(load_file(str(SAMPLES / name))).findings}
     assert set(found) & NEW == WITH_CAUSE.get(name, set())

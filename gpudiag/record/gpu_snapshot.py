@@ -37,6 +37,7 @@ class GpuSnapshot:
     clock_sm_mhz: float | None = None
     temperature_c: float | None = None
     processes: list[GpuProcess] | None = None
+    gpm: dict[str, float] = field(default_factory=dict)  # record/gpm.py METRICS, % since last read
     errors: list[str] = field(default_factory=list)  # "pcie_rx: GPU is lost", ...
 
     @property

@@ -30,6 +30,7 @@ from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import Any
 
+from gpudiag.record.gpm import GpmReader
 from gpudiag.record.gpu_snapshot import (
     INIT_FAILURES,
     GpuProcess,
@@ -66,6 +67,8 @@ class NvmlSession:
     ``indices``: restrict to these NVML device indices (NVML ignores CUDA_VISIBLE_DEVICES).
     ``pcie``: read PCIe throughput; each counter read blocks ~20 ms inside the driver
     (the GIL is released), so a sampler thread, not the training thread, should call ``read``.
+    ``gpm``: read GPU Performance Monitoring counters (SM activity, tensor pipes; Hopper and
+    later, ``record/gpm.py``); ``gpm_reason`` says why they are missing where they are.
     ``backfill``: the first read returns the utilisation samples the driver had buffered
     before the session opened (a live monitor shows history at once); ``False`` keeps only
     samples from the session's start on (a recorded run).
@@ -79,6 +82,7 @@ class NvmlSession:
         pcie: bool = True,
         processes: bool = True,
         backfill: bool = True,
+        gpm: bool = True,
     ) -> None:
         self.available = False
         self.reason: str | None = None
@@ -93,6 +97,10 @@ class NvmlSession:
         self._unsupported: list[set[str]] = []  # per GPU: fields NVML said NotSupported for
         self._ts_offset_us: float | None = None
         self._pcie = pcie
+        self._gpm_wanted = gpm
+        self._memory_v1 = False  # the driver or bindings lack nvmlDeviceGetMemoryInfo_v2
+        self._gpm: list[GpmReader | None] = []
+        self.gpm_reason: str | None = None  # why no GPU gives GPM counters (None: some do)
         self._processes = processes
         self._backfill = backfill
         self._opened_us = time.time() * 1e6
@@ -156,6 +164,7 @@ class NvmlSession:
                 self._power_limit.append(lib.nvmlDeviceGetEnforcedPowerLimit(handle) / 1000.0)
             except Exception:
                 self._power_limit.append(None)
+            self._gpm.append(GpmReader(lib, handle) if self._gpm_wanted else None)
         if not self._handles:
             driver = f" (driver {self.driver_version})" if self.driver_version else ""
             if count == 0:
@@ -173,6 +182,9 @@ class NvmlSession:
             self.close()
             return
         self.available = True
+        readers = [g for g in self._gpm if g is not None]
+        if readers and not any(g.available for g in readers):
+            self.gpm_reason = readers[0].reason
 
     @property
     def count(self) -> int:
@@ -217,7 +229,7 @@ class NvmlSession:
                 return None
 
         self._read_util(pos, snap, get)
-        mem = get("memory", lambda: lib.nvmlDeviceGetMemoryInfo(h))
+        mem = get("memory", lambda: self._memory(h))
         if mem is not None:
             snap.mem_used_mib = mem.used / _MIB
             snap.mem_total_mib = mem.total / _MIB
@@ -238,7 +250,29 @@ class NvmlSession:
         snap.temperature_c = None if temp is None else float(temp)
         if self._processes:
             snap.processes = self._read_processes(h, get)
+        gpm = self._gpm[pos]
+        if gpm is not None:
+            snap.gpm = gpm.read()
         return snap
+
+    def _memory(self, h: Any) -> Any:
+        """Memory as nvidia-smi shows it: NVML's v2 query, whose ``used`` leaves out the
+        driver's reserve (about 480 MiB on an H100, which the v1 query counts as used even
+        on an idle GPU). The v1 query where the bindings or the driver lack v2."""
+        lib = self.lib
+        version = getattr(lib, "nvmlMemory_v2", None)
+        if version is not None and not self._memory_v1:
+            try:
+                return lib.nvmlDeviceGetMemoryInfo(h, version=version)
+            except Exception as exc:
+                if not (
+                    isinstance(exc, TypeError)
+                    or is_error(lib, exc, "NVML_ERROR_FUNCTION_NOT_FOUND")
+                    or is_error(lib, exc, "NVML_ERROR_NOT_SUPPORTED")
+                ):
+                    raise
+                self._memory_v1 = True
+        return lib.nvmlDeviceGetMemoryInfo(h)
 
     def _read_util(
         self, pos: int, snap: GpuSnapshot, get: Callable[[str, Callable[[], Any]], Any]
@@ -335,6 +369,9 @@ class NvmlSession:
             if self._closed:
                 return
             self._closed = True
+            for g in self._gpm:
+                if g is not None:
+                    g.close()
             if self._initialised:
                 self._initialised = False
                 with contextlib.suppress(Exception):

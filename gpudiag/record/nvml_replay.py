@@ -20,8 +20,11 @@ Example::
 Fixture format (JSON): ``driver_version``, ``duration_s`` and ``devices``, each with ``name``,
 ``memory_total_mib``, ``power_limit_w``, ``processes`` ([{pid, name, used_mib}]),
 ``util_samples_ms`` ([[ms from start, %], ...], the driver's buffered samples) and ``reads``
-([{t_s, mem_used_mib, pcie_rx_kbs, pcie_tx_kbs, power_mw, clock_sm_mhz, temperature_c}]).
-Playback loops over ``duration_s``.
+([{t_s, mem_used_mib, pcie_rx_kbs, pcie_tx_kbs, power_mw, clock_sm_mhz, temperature_c,
+gpm}]) and optionally ``memory_reserved_mib`` (what NVML's v2 memory query leaves out of
+``used``), where the optional ``gpm`` maps ``record/gpm.py`` metric names to the % NVML's GPM
+gave over the interval ending at ``t_s``; a device with no ``gpm`` in any read answers as a
+GPU without GPM (before Hopper). Playback loops over ``duration_s``.
 """
 
 from __future__ import annotations
@@ -95,6 +98,30 @@ def _error(code: int) -> NVMLError:
     return _CLASSES.get(code, NVMLError)(code)
 
 
+class _GpmSample:
+    __slots__ = ("index", "t_us")
+
+    def __init__(self) -> None:
+        self.index = 0
+        self.t_us: float | None = None
+
+
+class _GpmMetricsGet:
+    """Mirrors ``pynvml.c_nvmlGpmMetricsGet_t``: ``metrics[i].metricId`` in, values out."""
+
+    def __init__(self) -> None:
+        self.version = 0
+        self.numMetrics = 0
+        self.sample1: _GpmSample | None = None
+        self.sample2: _GpmSample | None = None
+        self.metrics = [
+            SimpleNamespace(metricId=0, nvmlReturn=0, value=0.0) for _ in range(_GPM_SLOTS)
+        ]
+
+
+_GPM_SLOTS = 32
+
+
 class _Handle:
     __slots__ = ("index",)
 
@@ -131,6 +158,9 @@ class ReplayNvml:
     NVML_CLOCK_SM = 1
     NVML_TEMPERATURE_GPU = 0
     NVML_VALUE_TYPE_UNSIGNED_INT = 1
+    nvmlMemory_v2 = 0x02000028
+
+    c_nvmlGpmMetricsGet_t = _GpmMetricsGet
 
     NVMLError = NVMLError
     NVMLError_Uninitialized = NVMLError_Uninitialized
@@ -288,12 +318,20 @@ class ReplayNvml:
         window = vals[max(0, i - 5) : i + 1]  # ~1 s average, as the driver does
         return SimpleNamespace(gpu=round(sum(window) / len(window)), memory=0)
 
-    def nvmlDeviceGetMemoryInfo(self, handle: _Handle) -> Any:
+    def nvmlDeviceGetMemoryInfo(self, handle: _Handle, version: int | None = None) -> Any:
+        """v1 (``mem_used_mib`` as recorded, the driver's reserve included) or, with
+        ``version=nvmlMemory_v2``, used without the device's ``memory_reserved_mib``."""
         self._enter("nvmlDeviceGetMemoryInfo")
         mib = 1024 * 1024
         total = int(self._device(handle).get("memory_total_mib", 0)) * mib
         used = int(self._read(handle).get("mem_used_mib", 0)) * mib
-        return SimpleNamespace(total=total, used=used, free=total - used)
+        if not version:
+            return SimpleNamespace(total=total, used=used, free=total - used)
+        reserved = int(self._device(handle).get("memory_reserved_mib", 0)) * mib
+        used = max(0, used - reserved)
+        return SimpleNamespace(
+            total=total, reserved=reserved, used=used, free=total - used - reserved
+        )
 
     def nvmlDeviceGetPcieThroughput(self, handle: _Handle, counter: int) -> int:
         self._enter("nvmlDeviceGetPcieThroughput")
@@ -324,6 +362,44 @@ class ReplayNvml:
     def nvmlDeviceGetGraphicsRunningProcesses(self, handle: _Handle) -> list[Any]:
         self._enter("nvmlDeviceGetGraphicsRunningProcesses")
         return []
+
+    # ---- GPM (GPU Performance Monitoring) ----------------------------------------------------
+    def _gpm_rows(self, handle: _Handle) -> bool:
+        return any("gpm" in r for r in self._device(handle).get("reads", []))
+
+    def nvmlGpmQueryDeviceSupport(self, handle: _Handle) -> Any:
+        self._enter("nvmlGpmQueryDeviceSupport")
+        return SimpleNamespace(version=1, isSupportedDevice=int(self._gpm_rows(handle)))
+
+    def nvmlGpmSampleAlloc(self) -> _GpmSample:
+        self._enter("nvmlGpmSampleAlloc")
+        return _GpmSample()
+
+    def nvmlGpmSampleFree(self, sample: _GpmSample) -> None:
+        self._enter("nvmlGpmSampleFree")
+
+    def nvmlGpmSampleGet(self, handle: _Handle, sample: _GpmSample) -> _GpmSample:
+        self._enter("nvmlGpmSampleGet")
+        if not self._gpm_rows(handle):
+            raise _error(self.NVML_ERROR_NOT_SUPPORTED)
+        sample.index, sample.t_us = handle.index, self.elapsed_us
+        return sample
+
+    def nvmlGpmMetricsGet(self, request: _GpmMetricsGet) -> _GpmMetricsGet:
+        """The recorded read in effect at ``sample2`` gives each metric (the fixture keeps
+        one value per interval, as NVML computes it between two samples)."""
+        from gpudiag.record.gpm import METRICS
+
+        self._enter("nvmlGpmMetricsGet")
+        if request.sample1 is None or request.sample2 is None or request.sample2.t_us is None:
+            raise _error(self.NVML_ERROR_INVALID_ARGUMENT)
+        names = {v: k for k, v in METRICS.items()}
+        row = self._read(_Handle(request.sample2.index)).get("gpm", {})
+        for metric in request.metrics[: request.numMetrics]:
+            value = row.get(names.get(int(metric.metricId), ""))
+            metric.nvmlReturn = 0 if value is not None else self.NVML_ERROR_NOT_SUPPORTED
+            metric.value = float(value) if value is not None else 0.0
+        return request
 
     def nvmlSystemGetProcessName(self, pid: int) -> str:
         self._enter("nvmlSystemGetProcessName")

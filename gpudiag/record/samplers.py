@@ -70,6 +70,7 @@ def gpu_samples(snaps: Iterable[GpuSnapshot]) -> list[Sample]:
         ):
             if value is not None:
                 out.append((name, src, ts, float(value)))
+        out.extend((f"gpm_{name}", src, ts, value) for name, value in s.gpm.items())
     return out
 
 

@@ -137,6 +137,13 @@ COUNTER_NAMES = {
     "pcie_tx": "MB/s",
     "gpu_power": "W",
     "gpu_clock_sm": "MHz",
+    # GPU Performance Monitoring (record/gpm.py), averages since the previous read
+    "gpm_sm_active": "%",
+    "gpm_sm_occupancy": "%",
+    "gpm_tensor_active": "%",
+    "gpm_dram_bw": "%",
+    "gpm_fp32_active": "%",
+    "gpm_fp16_active": "%",
     "cpu_total": "%",
     "cpu_max_core": "%",
     "cpu_process": "%",
