@@ -322,6 +322,10 @@ class DiagnoseCallback(keras.callbacks.Callback):
             params=params,
             batchnorm=has_bn,
         )
+        # the facts remedies are checked against (analyze/needs.py): Keras drives this loop
+        config.api, config.keras_version = "keras", str(keras.__version__)
+        with contextlib.suppress(Exception):
+            config.strategy = for_name(keras.backend.backend()).strategy(model)
         if config != self.prefit.config or not self.prefit.config.to_dict():
             self.prefit = judge(config)
         self.config = self.prefit.config

@@ -217,12 +217,14 @@ def rocm_hipfree(iters: int = 6, step_us: float = 50_000.0) -> dict[str, Any]:
 
 def eager_decode(tokens: int = 40, token_us: float = 20_000.0) -> dict[str, Any]:
     """Kineto trace of eager LLM decoding (no backward, no optimizer): each token launches
-    hundreds of tiny kernels, the GPU is idle between them."""
+    hundreds of tiny kernels, the GPU is idle between them; each token writes its keys and
+    values into the KV cache (vLLM's reshape_and_cache kernel)."""
     ev: list[dict[str, Any]] = []
     cpu = 9
     for i in range(tokens):
         t = i * token_us
         ev.append(_x("user_annotation", "forward", cpu, cpu, t, token_us * 0.98))
+        ev.append(_x("kernel", "reshape_and_cache_kernel", 0, 7, t + 5, 3.0, device=0))
         for k in range(60):
             s = t + k * token_us / 60
             ev.append(_x("cpu_op", "aten::linear", cpu, cpu, s, 200.0))

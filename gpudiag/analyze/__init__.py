@@ -36,6 +36,7 @@ from gpudiag.analyze.ranks import (
 from gpudiag.analyze.step_times import step_stats
 from gpudiag.analyze.timing_verdict import timing_verdict
 from gpudiag.analyze.verdict import Doubts, Verdict, judge
+from gpudiag.analyze.workload import shown, workload_facts
 from gpudiag.trace.runconfig import RunConfig
 from gpudiag.trace.timeline import Timeline
 
@@ -71,7 +72,10 @@ def diagnose(
         host=ranks[0].host,
         findings={f.id: f for f in findings},
         step_ms=_median_ms(steps),
+        device_measured=any(r.timeline.has_device_activity() for r in ranks),
+        steps_recorded=_int(steps.get("count")),
     )
+    advice = rules.advise_run(findings, situation)
     return Diagnosis(
         verdict=verdict.verdict,
         confidence=verdict.confidence,
@@ -79,7 +83,7 @@ def diagnose(
         # no analysed step: the shares the ranks' step timing gave, if any
         breakdown=shares if any(b.steps_analyzed for b in parts) else verdict.judged,
         findings=findings,
-        suggestions=rules.advise(findings, situation),
+        suggestions=advice.suggestions,
         ranks=summaries,
         devices=device_rows(ranks),
         steps=steps,
@@ -90,6 +94,8 @@ def diagnose(
         activity=_activity(timelines, labels, parts),
         run=ranks[0].run.to_dict(),
         config=ranks[0].config.to_dict(),
+        workload=shown(workload_facts(situation.config, situation.device_measured)),
+        withheld=advice.withheld,
     )
 
 
@@ -166,6 +172,10 @@ def _inconclusive_reason(ranks: list[RankView]) -> str | None:
             "so device time cannot be measured"
         )
     return "device activity and training steps do not overlap in time"
+
+
+def _int(x: object) -> int | None:
+    return int(x) if isinstance(x, int | float) and not isinstance(x, bool) else None
 
 
 def _median_ms(steps: dict[str, object]) -> float | None:

@@ -55,6 +55,9 @@ class Suggestion:
     finding: str = ""  # id of the finding it addresses
     # [low, high] of the estimate (docs/method.md); empty for correctness fixes
     expected_gain_range: list[float] = field(default_factory=list)
+    remedy: str = ""  # the remedy's id in its rule's NEEDS table (analyze/needs.py)
+    # what the remedy assumes of the run that the run does not show: check these first
+    assumes: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -116,6 +119,10 @@ class Diagnosis:
     # what the run already does (RunConfig.to_dict() of the first rank): compare reads what
     # changed between two runs from it
     config: dict[str, Any] = field(default_factory=dict)
+    # the facts remedies were checked against ("unknown" where the run cannot tell), and the
+    # remedies withheld because the run rules them out (analyze/needs.py)
+    workload: dict[str, Any] = field(default_factory=dict)
+    withheld: list[dict[str, str]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if self.verdict not in VERDICTS:
@@ -150,4 +157,6 @@ class Diagnosis:
             "activity": self.activity,
             "run": self.run,
             "config": self.config,
+            "workload": self.workload,
+            "withheld": self.withheld,
         }

@@ -120,6 +120,17 @@ class Situation:
     host: HostFacts
     findings: dict[str, Finding] = field(default_factory=dict)
     step_ms: float | None = None
+    device_measured: bool | None = None  # device time was measured (kernels, copies, ops)
+    steps_recorded: int | None = None
+
+    @property
+    def stopped_note(self) -> str:
+        """Why a stopped run's remedies carry no modelled gain."""
+        after = f" after {self.steps_recorded} steps" if self.steps_recorded else ""
+        return (
+            f"the run stopped early{after} (crash, interrupt or a cut trace); its partial "
+            "steps need not stand for the run"
+        )
 
     @property
     def cores(self) -> int | None:

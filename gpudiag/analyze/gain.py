@@ -36,8 +36,9 @@ class Gain:
         lo, hi = sorted((max(1.0, low), max(1.0, high)))
         return cls(min(max(1.0, point), hi) if point >= lo else lo, lo, hi, basis)
 
-    def suggestion(self, title: str, detail: str, finding: str) -> Suggestion:
-        """A remedy carrying this estimate: point, basis and the range rounded for display."""
+    def suggestion(self, title: str, detail: str, finding: str, remedy: str = "") -> Suggestion:
+        """A remedy carrying this estimate: point, basis and the range rounded for display;
+        ``remedy`` keys it in its rule's ``NEEDS`` (analyze/needs.py)."""
         return Suggestion(
             title,
             detail,
@@ -45,6 +46,7 @@ class Gain:
             self.basis,
             finding,
             [round(self.low, 2), round(self.high, 2)],
+            remedy,
         )
 
     def capped_here(self, cap: float | None, why: str) -> Gain:

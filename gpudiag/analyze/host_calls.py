@@ -120,3 +120,28 @@ def per_call(
             counts[name] = n
             ms[name] = round(total(within(iv, win)) / 1000.0, 2)
     return counts, ms
+
+
+def blocked_idle(ev: RankEvidence, kind: str = "sync") -> tuple[Intervals, Blocked] | None:
+    """Device idle the host's blocking calls of ``kind`` cause: while a call blocks and the
+    device does nothing (a copy waiting, a pageable transfer), and after it returns until
+    the device's next work (nothing queued). None without such calls."""
+    tl = ev.timeline
+    b = blocked_in(ev, kind) if tl.activity else None
+    if b is None:
+        return None
+    busy = device_busy(tl)
+    during = exposed(b.blocked, busy)
+    return union_many([during, idle_after(b.blocked, busy, b.windows)]), b
+
+
+def longest_call(calls: dict[str, Intervals], win: Intervals) -> tuple[str, float]:
+    """The longest single call inside the windows: (API name, µs)."""
+    best = ("", 0.0)
+    for name, iv in calls.items():
+        inside = within(iv, win)
+        if len(inside):
+            longest = float(np.max(inside.ends - inside.starts))
+            if longest > best[1]:
+                best = (name, longest)
+    return best

@@ -21,8 +21,8 @@ from gpudiag.analyze.gaps import Gaps, idle_gaps
 from gpudiag.analyze.input_stage import input_stage
 from gpudiag.analyze.phases import RunView, whole_run
 from gpudiag.analyze.verdict import decide
-from gpudiag.trace.runconfig import RunConfig
-from gpudiag.trace.timeline import Timeline
+from gpudiag.trace.runconfig import INPUT_KINDS, RunConfig
+from gpudiag.trace.timeline import Timeline, stopped_early
 
 
 @dataclass
@@ -83,9 +83,17 @@ def config_of(tl: Timeline, cpu_count: int | None = None) -> RunConfig:
             cfg.use_multiprocessing = loader_workers != 0
         if loader_workers == 0 and cfg.workers is None:
             cfg.workers = 0
+    if stopped_early(meta.limitations):
+        cfg.stopped_early = True
+    keras_input = pipe.get("keras_input")  # the Keras data adapter the profile shows
+    if keras_input in INPUT_KINDS and cfg.input_kind in (None, "unknown"):
+        cfg.input_kind = str(keras_input)
     stage = input_stage(pipe)  # where a TF profile shows the input time going
     if stage is not None and cfg.input_stage is None:
         cfg.input_stage, cfg.input_stage_name = stage[0], stage[1]
+    if meta.producer == "gpudiag":  # the callback runs inside Keras's fit
+        cfg.api = cfg.api or "keras"
+        cfg.keras_version = cfg.keras_version or _str(meta.extra.get("keras"))
     cfg.fill(
         RunConfig(
             framework=meta.framework or None,
@@ -97,6 +105,10 @@ def config_of(tl: Timeline, cpu_count: int | None = None) -> RunConfig:
         )
     )
     return cfg
+
+
+def _str(x: object) -> str | None:
+    return str(x) if isinstance(x, str | int | float) else None
 
 
 def _int(x: object) -> int | None:

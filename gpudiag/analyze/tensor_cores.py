@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpudiag.analyze.wording import api, inference, remedy
+from gpudiag.analyze.workload import vendor_of
 from gpudiag.trace.runconfig import RunConfig
 
 FP16_FROM = (7, 0)
@@ -62,9 +63,42 @@ _FP16_INFERENCE = (
 )
 
 
+# AMD Instinct GPUs (CDNA 2 and 3: MI200, MI300) run bfloat16 on their matrix cores (MI300
+# also FP8); ROCm's PyTorch keeps the "cuda" device name. AMD, "AMD CDNA 3 architecture".
+_AMD = {
+    "keras": (
+        "Use mixed precision (bfloat16)",
+        "keras.mixed_precision.set_global_policy('mixed_bfloat16'): the GPU's matrix cores "
+        "run bfloat16 matmuls and convolutions at several times the float32 rate; no loss "
+        "scaling needed.",
+    ),
+    "pytorch": (
+        "Use mixed precision (torch.autocast, bfloat16)",
+        "Run forward and loss under torch.autocast('cuda', dtype=torch.bfloat16) (ROCm keeps "
+        "the 'cuda' device name): bfloat16 matmuls run on the GPU's matrix cores.",
+    ),
+    "jax": (
+        "Compute in bfloat16",
+        "Keep float32 master weights and run the model in jnp.bfloat16: the GPU's matrix "
+        "cores run bfloat16 matmuls.",
+    ),
+}
+
+
 def precision_plan(cfg: RunConfig, inferring: bool | None = None) -> PrecisionPlan | None:
     """The precision remedy for the run's GPU; None when its GPU has no Tensor Cores."""
     inferring = inference(cfg) if inferring is None else inferring
+    if vendor_of(cfg) == "amd":
+        title, detail = _AMD.get(api(cfg), _AMD["keras"])
+        if inferring:
+            title, detail = (
+                "Run inference in bfloat16",
+                (
+                    "Cast the weights to bfloat16 for serving: half the memory traffic, matmuls "
+                    "on the GPU's matrix cores (MI300: FP8 too)."
+                ),
+            )
+        return PrecisionPlan(title, detail, f"{cfg.gpu_model or 'AMD GPU'}: bfloat16 matrix cores")
     cc = cfg.capability
     base = remedy("mixed-precision", cfg) or ("Use mixed precision", "")
     if cc is None:

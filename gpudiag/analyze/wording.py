@@ -84,6 +84,19 @@ _TEXT: dict[tuple[str, str], tuple[str, str]] = {
         "Run the whole generation loop inside jax.jit (jax.lax.while_loop / scan over "
         "tokens) so each token is not a Python dispatch; batch more requests per step.",
     ),
+    ("launch-bound-forward", "pytorch"): (
+        "Capture the forward pass in CUDA graphs",
+        "torch.compile(model, mode='reduce-overhead') replays the whole forward as one CUDA "
+        "graph instead of launching each small kernel from Python (pad inputs to a few fixed "
+        "shapes so each is captured once); batching more inputs per call also fills the "
+        "device.",
+    ),
+    ("launch-bound-forward", "jax"): (
+        "Jit the whole forward pass",
+        "Put the model's forward (and any pre/post-processing on arrays) under one jax.jit, "
+        "with inputs padded to a few fixed shapes: one dispatch per call instead of one per "
+        "op; batch more inputs per call.",
+    ),
     ("launch-bound-inference", "*"): (
         "Compile the inference step",
         "tf.function(jit_compile=True) around the predict step (Keras: jit_compile=True), and "
@@ -107,12 +120,35 @@ _TEXT: dict[tuple[str, str], tuple[str, str]] = {
 }
 
 
+# where the run cannot tell whether it decodes token by token, the forward-pass remedy is
+# given (it holds either way) with what a decode loop adds
+_DECODE_HINT = (
+    " If this is a token-by-token decode loop: keep a static KV cache so the decode step is "
+    "captured once (or a serving engine that captures CUDA graphs: vLLM, SGLang, "
+    "TensorRT-LLM)."
+)
+
+
 def remedy(kind: str, cfg: RunConfig) -> tuple[str, str] | None:
-    """Title and detail of a remedy in the run's own framework; None when it does not apply."""
+    """Title and detail of a remedy in the run's own framework; None when it does not apply.
+    Decoding advice (KV cache, per-token steps) only where the run decodes token by token;
+    steps_per_execution only outside a MirroredStrategy (keras-team/keras#19246)."""
     who = api(cfg)
     if kind == "mixed-precision" and inference(cfg):
         kind = "mixed-precision-inference"
-    return _TEXT.get((kind, who)) or _TEXT.get((kind, "*")) or _TEXT.get((kind, "keras"))
+    hint = ""
+    if kind == "launch-bound-inference" and cfg.decode_loop is not True:
+        kind = "launch-bound-forward"
+        hint = _DECODE_HINT if cfg.decode_loop is None and who != "keras" else ""
+    text = _TEXT.get((kind, who)) or _TEXT.get((kind, "*")) or _TEXT.get((kind, "keras"))
+    if text is None:
+        return None
+    if kind == "fuse-kernels" and who == "keras" and cfg.strategy in MIRRORED:
+        text = (text[0], text[1].split("; steps_per_execution")[0] + ".")
+    return text[0], text[1] + hint
+
+
+MIRRORED = ("mirrored", "multi-worker-mirrored")
 
 
 def sync_remedy(cfg: RunConfig, k: int, now: str, all_to_all: bool) -> tuple[str, str]:

@@ -27,6 +27,10 @@ from gpudiag.record.writer import TraceWriter
 GIL_BURST_S = 0.5
 
 
+# what a profile's device plane says of the GPU, kept in the trace's configuration
+GPU_FACTS = ("gpu_model", "compute_capability", "vendor")
+
+
 class WindowDecoder:
     """Args:
     writer: where each decoded window goes (its events, device type, limitations).
@@ -89,6 +93,9 @@ class WindowDecoder:
         if tl is not None:
             if tl.meta.device_type:
                 writer.update_meta(device_type=tl.meta.device_type)
+            gpu = {k: v for k, v in tl.meta.config.to_dict().items() if k in GPU_FACTS}
+            if gpu:  # the device plane names the GPU: remedies follow its capability
+                writer.update_meta(config=gpu)
             if tl.meta.limitations:  # what the profile itself could not show
                 writer.update_meta(limitations=tl.meta.limitations)
             writer.timeline(tl)

@@ -93,7 +93,8 @@ class CallTimer:
 
     ``wait``: called with the call's result while ``sync`` is set (inside profiler windows):
     on a backend that dispatches steps asynchronously, it waits for the device, so a
-    profiled step's markers hold its device work (``RecordBackend.wait_for``).
+    profiled step's markers hold its device work (``RecordBackend.wait_for``; False where
+    it did not wait).
     ``completion``: otherwise called with the result, without blocking, for a function that
     waits for it (``RecordBackend.completion``), kept in ``done`` for the step's record.
     """
@@ -101,7 +102,7 @@ class CallTimer:
     def __init__(
         self,
         model: Any,
-        wait: Callable[[Any], None] | None = None,
+        wait: Callable[[Any], bool] | None = None,
         completion: Callable[[Any], Callable[[], Any] | None] | None = None,
     ) -> None:
         self.model = model
@@ -120,10 +121,11 @@ class CallTimer:
             t0 = clock()
             try:
                 out = fn(*args, **kwargs)
+                waited = False
                 if self.sync and wait is not None:
                     with contextlib.suppress(Exception):
-                        wait(out)
-                elif completion is not None:
+                        waited = wait(out)
+                if not waited and completion is not None:
                     self.done = None
                     with contextlib.suppress(Exception):
                         self.done = completion(out)

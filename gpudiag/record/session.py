@@ -30,7 +30,7 @@ from gpudiag.record.profiler import DEFAULT_WARMUP_STEPS, ProfilerWindow, Window
 from gpudiag.record.ranks import CallTimer
 from gpudiag.record.samplers import SamplerSet
 from gpudiag.record.writer import TraceWriter
-from gpudiag.trace.timeline import Metadata, RecordedFinding, Timeline
+from gpudiag.trace.timeline import STOPPED_EARLY, Metadata, RecordedFinding, Timeline
 
 
 def now_us() -> float:
@@ -250,9 +250,7 @@ class RecordingSession:
                 ]
             )
         if abnormal:
-            writer.update_meta(
-                limitations=["training stopped early (exception or interrupt): partial run"]
-            )
+            writer.update_meta(limitations=[STOPPED_EARLY])
         writer.close()
         return writer.summary(writer.path)
 

@@ -32,6 +32,10 @@ PRECISION_TABLE: tuple[tuple[str, Scan], ...] = (
         ),
     ),
     ("bf16", Scan(re.compile(r"bf16|bfloat16|BFloat16", re.IGNORECASE), ("bf16", "bfloat16"))),
+    # AMD's Tensile / hipBLASLt GEMMs name their types in three letters after the
+    # transposes (input, output, compute: "Cijk_Alik_Bljk_BBS_BH_..."): B bfloat16, H half
+    ("bf16", Scan(re.compile(r"^Cijk_\w*?_B[BS]S_"), ("cijk_",))),
+    ("fp16", Scan(re.compile(r"^Cijk_\w*?_H[HS][HS]_"), ("cijk_",))),
     (
         "fp16",
         Scan(
@@ -130,6 +134,27 @@ def is_training_name(text: str) -> bool:
     return TRAINING.search(scanned(text), lowered(text)) is not None
 
 
+# inference that generates token by token: KV-cache and decode kernels and ops (vLLM,
+# SGLang, FlashInfer, flash-attn's KV-cache path, Hugging Face generate)
+DECODE = Scan(
+    re.compile(
+        r"kv_?cache|KVCache|paged_?attention|reshape_and_cache|BatchDecode|decode_attention|"
+        r"forward_decode|flash_fwd_splitkv|flash_attn_with_kvcache|\bgenerate\b|"
+        r"_sample\b|logits_process",
+        re.IGNORECASE,
+    ),
+    ("kv", "cache", "paged", "decode", "splitkv", "generate", "_sample", "logits_process"),
+)
+# PyTorch ops whose inputs say the precision the matmuls run in (Kineto's "Input type")
+MATMUL_OPS = ("aten::mm", "aten::addmm", "aten::bmm", "aten::matmul", "aten::linear",
+              "aten::convolution", "aten::_convolution", "aten::baddbmm")  # fmt: skip
+_INPUT_DTYPES = (("BFloat16", "bf16"), ("Half", "fp16"), ("Float8", "fp8"), ("float", "fp32"))
+
+
+def is_decode_name(name: str) -> bool:
+    return DECODE.search(scanned(name), lowered(name)) is not None
+
+
 # host ops seen before a trace without backward/optimizer events is called inference
 INFERENCE_MIN_HOST_OPS = 50
 
@@ -225,10 +250,13 @@ class RunFacts:
     training_evidence: str = ""
     inference_evidence: str = ""  # a name that says the run serves or predicts
     scopes_seen: bool = False  # framework op scopes (tf_op) were present to search
+    decode_evidence: str = ""  # a KV-cache or decode kernel/op: generation token by token
+    matmul_inputs: dict[str, int] = field(default_factory=dict)  # dtype -> matmul ops
     comm_us: dict[str, float] = field(default_factory=dict)
     h2d_bytes: dict[str, int] = field(default_factory=dict)  # device -> host-to-device bytes
     _kernel_cache: NameCache = field(default_factory=NameCache)
     _host_cache: NameCache = field(default_factory=NameCache)
+    _decode_cache: NameCache = field(default_factory=NameCache)
 
     def kernel(self, name: str, dur_us: float, long_name: str = "", op: object = None) -> None:
         """A device kernel; ``op`` is the framework op that launched it ("name:Type") when
@@ -246,6 +274,8 @@ class RunFacts:
             )
             self._kernel_cache.put(head, cached)
         self.kernel_us += dur_us
+        if not (self.training_evidence or self.decode_evidence) and self._decode(head):
+            self.decode_evidence = name[:80]
         if cached[0] and cached[0] != "fp32":
             self.precision_us[cached[0]] = self.precision_us.get(cached[0], 0.0) + dur_us
         if cached[1]:
@@ -254,6 +284,22 @@ class RunFacts:
             self.compiled_us += dur_us
         if cached[3] and not _user_transpose(op):
             self.layout_us += dur_us
+
+    def _decode(self, name: str) -> bool:
+        """Whether a name is KV-cache or decode work (cached: names repeat by the thousand;
+        only asked until training or decoding is known)."""
+        head = scanned(name)
+        hit = self._decode_cache.get(head)
+        if hit is None:
+            hit = is_decode_name(head)
+            self._decode_cache.put(head, hit)
+        return bool(hit)
+
+    def matmul_dtype(self) -> str | None:
+        """The input type most matmul/conv ops took, where the trace records it."""
+        if not self.matmul_inputs:
+            return None
+        return max(self.matmul_inputs.items(), key=lambda kv: kv[1])[0]
 
     def h2d(self, device: str, args: object) -> None:
         """A host-to-device copy on ``device``; its size when the event carries one."""
@@ -264,8 +310,17 @@ class RunFacts:
     def comm(self, library: str, dur_us: float) -> None:
         self.comm_us[library] = self.comm_us.get(library, 0.0) + dur_us
 
-    def host_op(self, name: str) -> None:
+    def host_op(self, name: str, args: object = None) -> None:
         self.host_ops += 1
+        if not (self.training_evidence or self.decode_evidence) and self._decode(name):
+            self.decode_evidence = name[:80]
+        if name in MATMUL_OPS and isinstance(args, dict):
+            types = args.get("Input type")
+            first = types[0] if isinstance(types, list) and types else types
+            if isinstance(first, str):
+                label = next((lab for key, lab in _INPUT_DTYPES if key in first), None)
+                if label is not None:
+                    self.matmul_inputs[label] = self.matmul_inputs.get(label, 0) + 1
         if self.training_evidence:
             return
         head = scanned(name)
@@ -304,8 +359,19 @@ class RunFacts:
         config: dict[str, object] = {}
         if "workload" in extra:
             config["training"] = extra["workload"] == "training"
+        if self.decode_evidence:
+            extra["decode_evidence"] = self.decode_evidence
+        if extra.get("workload") == "inference" and (self.decode_evidence or self.kernel_us > 0):
+            # kernels or ops were there to show a KV cache: their absence is evidence
+            config["decode_loop"] = bool(self.decode_evidence)
         if self.kernel_us > 0:
             config["precision"] = config_precision(extra["precision"])
+            matmul = self.matmul_dtype()
+            if config["precision"] == "float32" and matmul in ("bf16", "fp16"):
+                # the kernels do not name their type (Triton, hipBLASLt) but the matmul
+                # ops' inputs do (torch.compile'd bf16 models)
+                config["precision"] = config_precision([matmul])
+                extra["precision_evidence"] = f"{matmul} inputs of the matmul ops"
             compiled = self.compiled_us / self.kernel_us
             extra["compiled_kernel_share"] = round(compiled, 3)
             # JAX always compiles; RunConfig.jit_compile speaks of an opt-in compiler

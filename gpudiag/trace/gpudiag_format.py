@@ -46,7 +46,7 @@ from gpudiag.trace.gpudiag_events import (
     validate_event,
 )
 from gpudiag.trace.source import ByteReader, open_stream
-from gpudiag.trace.timeline import Timeline
+from gpudiag.trace.timeline import CUT_SHORT, Timeline
 
 # the format's names and builder live in gpudiag_events.py; importable from here as well
 __all__ = [
@@ -229,10 +229,7 @@ def _read_stream(f: ByteReader, path: str) -> list[Timeline]:
     except (KeyError, TypeError, ValueError, OverflowError) as e:
         raise TraceError(path, f"malformed gpudiag event ({type(e).__name__}: {e})") from None
     if events.truncated or not events.closed:
-        tl.meta.limitations.append(
-            "trace cut short: the run was killed or is still running (no closing bracket); "
-            "read up to its last complete event"
-        )
+        tl.meta.limitations.append(CUT_SHORT)
     if events.dropped:
         tl.meta.limitations.append(dropped_note(events.dropped))
     return [tl.freeze()]

@@ -162,7 +162,7 @@ def read_kineto_events(events: Iterable[Any], top: dict[str, Any], path: str) ->
                     ts = float(ev["ts"])
                     steps.add(ts, ts + float(ev.get("dur", 0.0)), int(m.group(1)))
             elif cat in HOST_CATS or pid == LEGACY_CPU_PID:
-                facts.host_op(name)
+                facts.host_op(name, ev.get("args"))
                 mark = is_marker_name.get(name)
                 if mark is None:
                     mark = is_marker(name)

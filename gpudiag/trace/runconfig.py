@@ -23,9 +23,13 @@ class RunConfig:
     # --- program ---------------------------------------------------------------------------
     framework: str | None = None  # tensorflow | jax | torch | pytorch
     api: str | None = None  # "keras" when a Keras model drove the run (any backend)
+    keras_version: str | None = None  # "3.15.1", "2.21.0" (tf-keras): the callback's Keras
     device_type: str | None = None  # GPU | CPU | TPU ...
+    vendor: str | None = None  # nvidia | amd | intel | google (TPU) | cpu
     gpu_model: str | None = None  # "Tesla V100" (from the profile's device plane)
     training: bool | None = None  # False: an inference-only trace
+    decode_loop: bool | None = None  # inference that generates token by token (KV cache)
+    stopped_early: bool | None = None  # crashed, interrupted or cut short: a partial run
     jit_compile: bool | None = None  # XLA compilation of the step
     steps_per_execution: int | None = None
     precision: str | None = None  # dtype policy: float32 | mixed_float16 | mixed_bfloat16 ...
@@ -50,6 +54,9 @@ class RunConfig:
     samples: int | None = None
     drop_remainder: bool | None = None
     # --- scale -----------------------------------------------------------------------------
+    # mirrored | multi-worker-mirrored | tpu | parameter-server | keras-data-parallel |
+    # keras-model-parallel | ddp | fsdp | none (one device, no strategy)
+    strategy: str | None = None
     replicas: int | None = None
     global_batch: int | None = None
     sample_bytes: int | None = None  # one input element (features and labels), from element_spec

@@ -121,6 +121,31 @@ def lane(doc: ChromeDoc, pid: Any, tid: Any) -> Lane:
 
 # what a host event's name makes it, whatever its thread
 OTHER, INPUT, STEP, STEP_FUNCTION, KERAS_NEXT = range(5)
+
+# Keras 3's data adapters as the Python tracer names their frames ("$array_data_adapter.py:251
+# slice_and_convert_to_jax"): which input the user gave fit (RunConfig.input_kind)
+KERAS_ADAPTERS = (
+    ("array_data_adapter", "array"),
+    ("py_dataset_adapter", "pydataset"),
+    ("generator_data_adapter", "generator"),
+    ("tf_dataset_adapter", "tf.data"),
+    ("torch_data_loader_adapter", "dataloader"),
+)
+
+
+def is_keras_adapter(name: str) -> bool:
+    """A frame of Keras's data adapters (array_data_adapter, py_dataset_adapter, ...)."""
+    return "data_adapter" in name or "dataset_adapter" in name or "loader_adapter" in name
+
+
+def keras_input(name: str) -> str | None:
+    """The input kind a Keras data-adapter frame names, None for any other name."""
+    for module, kind in KERAS_ADAPTERS:
+        if module in name:
+            return kind
+    return None
+
+
 # kind, step number, marker, collective, pipeline, training evidence, inference evidence,
 # maybe an op of the iterator (``input_op`` decides)
 NameInfo = tuple[int, int, bool, bool, bool, bool, bool, bool]
@@ -146,7 +171,7 @@ def classified(name: str) -> NameInfo:
         kind, step = STEP, int(m.group(1))
     elif name in STEP_FUNCTIONS:
         kind = STEP_FUNCTION
-    elif name == "$builtins next" or (name.startswith("$") and "data_adapter" in name):
+    elif name == "$builtins next" or (name.startswith("$") and is_keras_adapter(name)):
         kind = KERAS_NEXT  # JAX / torch backends: Keras pulls each batch in Python
     else:
         kind = OTHER

@@ -63,6 +63,8 @@ from gpudiag.trace.tf_names import (
     Lane,
     NameInfo,
     input_op,
+    is_keras_adapter,
+    keras_input,
     lane,
     looks_like_tf,
     name_info,
@@ -280,7 +282,9 @@ def _gather(doc: ChromeDoc, g: _Gathered, live: bool) -> None:
             if not wrapper and "wait for completion" not in name:
                 g.cpu_shards.add(ts, end)
         elif what == KERAS_NEXT:
-            g.keras_seen = g.keras_seen or "data_adapter" in name
+            g.keras_seen = g.keras_seen or is_keras_adapter(name)
+            if "keras_input" not in g.pipeline and (given := keras_input(name)) is not None:
+                g.pipeline["keras_input"] = given
             if g.inputs.add(ts, end):
                 g.input_names.add(name.lstrip("$"), end - ts)
         elif role == COLL_OPS and collective:

@@ -129,6 +129,19 @@ class Counter:
     values: np.ndarray
 
 
+# What a trace says when its run did not end normally: the callback saw fit left by an
+# exception or interrupt, or the stream has no closing bracket (killed, or still running)
+STOPPED_EARLY = "training stopped early (exception or interrupt): partial run"
+CUT_SHORT = (
+    "trace cut short: the run was killed or is still running (no closing bracket); "
+    "read up to its last complete event"
+)
+
+
+def stopped_early(limitations: list[str]) -> bool:
+    return STOPPED_EARLY in limitations or CUT_SHORT in limitations
+
+
 COUNTER_NAMES = {
     "gpu_util": "%",
     "gpu_mem_used": "MiB",

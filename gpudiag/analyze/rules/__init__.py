@@ -18,10 +18,13 @@ their reasons. Adding a finding means adding one module and one line here (docs/
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 from typing import Protocol, runtime_checkable
 
+from gpudiag.analyze import input_plan
 from gpudiag.analyze.diagnosis import Finding, Suggestion
 from gpudiag.analyze.evidence import HostFacts, RankEvidence, RunEvidence, Situation
+from gpudiag.analyze.needs import Needs, admit
 from gpudiag.analyze.rules import (
     allocator_stalls,
     batch_not_multiple_of_replicas,
@@ -55,6 +58,7 @@ from gpudiag.analyze.rules import (
     whole_batch_per_replica,
     xla_off,
 )
+from gpudiag.analyze.workload import workload_facts
 from gpudiag.trace.runconfig import RunConfig
 
 
@@ -147,6 +151,7 @@ __all__ = [
     "RANK_RULES",
     "RULES",
     "RUN_RULES",
+    "Advice",
     "HostFacts",
     "LintRule",
     "RankEvidence",
@@ -156,6 +161,7 @@ __all__ = [
     "RunRule",
     "Situation",
     "advise",
+    "advise_run",
     "detect",
     "detect_run",
     "lint",
@@ -199,18 +205,61 @@ def _worth_showing(s: Suggestion) -> bool:
     return bool(s.expected_gain_range) and s.expected_gain_range[-1] >= UNESTIMATED_MIN_HIGH
 
 
+def remedy_needs() -> dict[str, Needs]:
+    """Every remedy's needs, from the rule modules' ``NEEDS`` tables (and the input plan's,
+    which the input rules share)."""
+    table: dict[str, Needs] = dict(getattr(input_plan, "NEEDS", {}))
+    for rule in RULES:
+        table.update(getattr(rule, "NEEDS", {}))
+    return table
+
+
+@dataclass
+class Advice:
+    """The ranked remedies, and those the run's facts ruled out (with why)."""
+
+    suggestions: list[Suggestion] = field(default_factory=list)
+    withheld: list[dict[str, str]] = field(default_factory=list)
+
+
 def advise(findings: list[Finding], s: Situation) -> list[Suggestion]:
     """One ranked list: each remedy once (first finding that offers it), correctness fixes
-    first, then by expected gain."""
+    first, then by expected gain; only what the run's facts allow (``advise_run``)."""
+    return advise_run(findings, s).suggestions
+
+
+def advise_run(findings: list[Finding], s: Situation) -> Advice:
+    """``advise`` with the remedies withheld because the run rules them out. A run that
+    stopped early keeps its remedies but no gain modelled from its partial steps."""
     by_id = {rule.ID: rule for rule in RULES}
-    out: list[Suggestion] = []
+    needs = remedy_needs()
+    facts = workload_facts(s.config, s.device_measured)
+    advice = Advice()
+    out = advice.suggestions
     seen: set[str] = set()
     for f in findings:
         rule = by_id.get(f.id)
         if rule is None:
             continue
-        for sug in rule.advise(f, s):
-            if sug.title not in seen and _worth_showing(sug):
+        for offered in rule.advise(f, s):
+            checked = admit(offered, needs.get(offered.remedy), facts)
+            sug = checked.suggestion
+            if sug is None:
+                if offered.title not in seen:
+                    seen.add(offered.title)
+                    advice.withheld.append(
+                        {
+                            "title": offered.title,
+                            "remedy": offered.remedy,
+                            "finding": offered.finding,
+                            "why": checked.withheld,
+                            "source": checked.source,
+                        }
+                    )
+                continue
+            if s.config.stopped_early and sug.finding not in ALWAYS_SHOWN:
+                sug = _unmodelled(sug, s.stopped_note)
+            if sug.title not in seen and (s.config.stopped_early or _worth_showing(sug)):
                 seen.add(sug.title)
                 out.append(sug)
     out.sort(
@@ -222,4 +271,9 @@ def advise(findings: list[Finding], s: Situation) -> list[Suggestion]:
     )
     for sug in out:
         sug.expected_gain = round(sug.expected_gain, 2)
-    return out
+    return advice
+
+
+def _unmodelled(sug: Suggestion, why: str) -> Suggestion:
+    """No gain from a run that stopped: its few steps need not stand for the run."""
+    return replace(sug, expected_gain=1.0, expected_gain_range=[], basis=f"not modelled: {why}")

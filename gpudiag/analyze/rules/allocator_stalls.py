@@ -17,9 +17,12 @@ from gpudiag.analyze import host_calls as H
 from gpudiag.analyze.diagnosis import Finding, Suggestion
 from gpudiag.analyze.evidence import RankEvidence, Situation, pct
 from gpudiag.analyze.gain import Gain, removed
+from gpudiag.analyze.needs import Needs, OneOf
 from gpudiag.analyze.wording import api
 
 ID = "allocator-stalls"
+# the device idle an allocator call causes is only measured where device time is
+NEEDS = {"caching-allocator": Needs(requires={"device_measured": OneOf(True)})}
 # share of the analysed time the host is blocked in allocator calls while the device idles:
 # the same anchors as the other stalls (xprof's 5% "moderate" and our 20% "high" input wait)
 SHARE_MODERATE = 0.05
@@ -81,4 +84,4 @@ def advise(f: Finding, s: Situation) -> list[Suggestion]:
         "allocator makes those calls rare (not measured on this run)",
     )
     title, detail = _REMEDY[api(s.config)]
-    return [g.suggestion(title, detail, ID)]
+    return [g.suggestion(title, detail, ID, "caching-allocator")]

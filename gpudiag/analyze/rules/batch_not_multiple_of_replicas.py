@@ -48,5 +48,6 @@ def advise(f: Finding, s: Situation) -> list[Suggestion]:
             1.0,
             "correctness: TensorFlow fails or pads uneven shards",
             ID,
+            remedy="batch-multiple-of-replicas",
         )
     ]

@@ -20,11 +20,16 @@ from dataclasses import dataclass
 from gpudiag.analyze.diagnosis import Finding, Suggestion
 from gpudiag.analyze.evidence import HostFacts, RankEvidence, Situation, pct
 from gpudiag.analyze.gain import Gain, batch_scaled, capacity, removed
+from gpudiag.analyze.needs import Needs, OneOf
 from gpudiag.analyze.rules import host_overhead, small_batch
 from gpudiag.analyze.verdict import decide
 from gpudiag.trace.runconfig import RunConfig
 
 ID = "compute-bound-options"
+NEEDS = {
+    "bigger-batch": Needs(requires={"training": OneOf(True)}),
+    "accelerator": Needs(requires={"vendor": OneOf("cpu")}),
+}
 # a 2x batch: the growth memory and convergence allow most often (small-batch, for batches
 # under 32, proposes 4x)
 BATCH_FACTOR = 2
@@ -68,7 +73,11 @@ def detect(ev: RankEvidence) -> Finding | None:
 def advise(f: Finding, s: Situation) -> list[Suggestion]:
     elsewhere = {i for i in (small_batch.ID, host_overhead.ID) if s.has(i)}
     opts = options(s.shares, s.config, s.host, s.cpu_device, s.step_ms, elsewhere)
-    return [o.gain.suggestion(o.title, o.detail, ID) for o in opts if o.gain is not None]
+    return [
+        o.gain.suggestion(o.title, o.detail, ID, o.key.replace("_", "-"))
+        for o in opts
+        if o.gain is not None
+    ]
 
 
 def options(

@@ -63,5 +63,6 @@ def advise(f: Finding, s: Situation) -> list[Suggestion]:
             "other cores (taskset), or run training on a quieter machine. The verdict and figures "
             "of this run are distorted by them.",
             ID,
+            "free-cpu",
         )
     ]

@@ -18,9 +18,11 @@ from gpudiag.analyze import thresholds as T
 from gpudiag.analyze.diagnosis import Finding, Suggestion
 from gpudiag.analyze.evidence import RankEvidence, Situation, pct
 from gpudiag.analyze.gain import Gain, pipelined, spread
+from gpudiag.analyze.needs import Needs, OneOf
 from gpudiag.trace.runconfig import RunConfig
 
 ID = "dataloader-in-main-process"
+NEEDS = {"dataloader-workers": Needs(requires={"framework": OneOf("pytorch", "torch")})}
 DEFAULT_WORKERS = 4  # when the trace does not say how many cores the host had
 
 
@@ -67,5 +69,6 @@ def advise(f: Finding, s: Situation) -> list[Suggestion]:
             f"DataLoader(..., num_workers={n}, pin_memory=True, persistent_workers=True): "
             "decoding and augmentation now run in the training process between steps.",
             ID,
+            "dataloader-workers",
         )
     ]

@@ -17,9 +17,11 @@ from gpudiag.analyze import thresholds as T
 from gpudiag.analyze.diagnosis import Finding, Suggestion
 from gpudiag.analyze.evidence import RankEvidence, Situation, pct
 from gpudiag.analyze.gain import Gain, pipelined, removed
+from gpudiag.analyze.needs import Needs, OneOf
 from gpudiag.analyze.rules.dataloader_in_main_process import keras_made_loader
 
 ID = "dataloader-starved"
+NEEDS = {"dataloader-workers": Needs(requires={"framework": OneOf("pytorch", "torch")})}
 MORE_WORKERS = 2  # the advice proposes twice the workers
 
 
@@ -67,5 +69,6 @@ def advise(f: Finding, s: Situation) -> list[Suggestion]:
             "augment on the GPU (torchvision.transforms.v2 on CUDA tensors, NVIDIA DALI) or cache "
             "pre-processed samples.",
             ID,
+            "dataloader-workers",
         )
     ]

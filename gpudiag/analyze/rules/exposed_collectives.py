@@ -82,6 +82,7 @@ def more_work_per_allreduce(
             title,
             detail + extra + ".",
             finding,
+            "more-work-per-allreduce",
         )
     ]
 

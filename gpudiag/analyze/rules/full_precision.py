@@ -16,9 +16,29 @@ from __future__ import annotations
 from gpudiag.analyze.diagnosis import Finding, Suggestion
 from gpudiag.analyze.evidence import RankEvidence, Situation, pct
 from gpudiag.analyze.gain import Gain, removed
+from gpudiag.analyze.needs import Below, Breaks, Needs, OneOf
 from gpudiag.analyze.tensor_cores import precision_plan
 
 ID = "full-precision"
+# Reduced precision pays on matrix units: NVIDIA's Tensor Cores from compute capability 7.0
+# (CUDA C++ Programming Guide, "Compute Capabilities"), AMD's matrix cores (CDNA), TPUs.
+NEEDS = {
+    "mixed-precision": Needs(
+        requires={"precision": OneOf("float32")},
+        breaks=(
+            Breaks(
+                {"vendor": OneOf("nvidia"), "compute_capability": Below(7.0)},
+                "no Tensor Cores below compute capability 7.0: half precision buys no matmul rate",
+                "https://docs.nvidia.com/cuda/cuda-c-programming-guide/#compute-capabilities",
+            ),
+            Breaks({"vendor": OneOf("cpu")}, "a CPU has no matrix units for it"),
+        ),
+        check={
+            "precision": "that the model computes in float32 (no mixed-precision policy, "
+            "autocast or bfloat16 weights already)"
+        },
+    )
+}
 COMPUTE_SHARE = 0.6
 
 
@@ -50,6 +70,6 @@ def advise(f: Finding, s: Situation) -> list[Suggestion]:
         removed(c / 2),
         1.0,
         removed(c / 2),
-        f"half of compute ({c:.0%}) saved on Tensor Cores (not measured here); {plan.why}",
+        f"half of compute ({c:.0%}) saved on the matrix units (not measured here); {plan.why}",
     )
-    return [g.suggestion(plan.title, plan.detail, ID)]
+    return [g.suggestion(plan.title, plan.detail, ID, "mixed-precision")]

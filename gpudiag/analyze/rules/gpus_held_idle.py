@@ -108,6 +108,7 @@ def advise(f: Finding, s: Situation) -> list[Suggestion]:
             "frees the GPUs for other jobs; this run's speed is unchanged",
             ID,
             [],  # no speed-up claimed: shown as a fix
+            "hide-idle-gpus",
         )
     ]
     if trained and s.config.training is not False:
@@ -120,6 +121,7 @@ def advise(f: Finding, s: Situation) -> list[Suggestion]:
                 "no device list replicates over every visible GPU; scale the global batch "
                 "with the replicas.",
                 ID,
+                "train-on-all-gpus",
             )
         )
     return out

@@ -16,8 +16,30 @@ from gpudiag.analyze import thresholds as T
 from gpudiag.analyze.diagnosis import Finding, Suggestion
 from gpudiag.analyze.evidence import RankEvidence, Situation, pct
 from gpudiag.analyze.gain import Gain, batch_scaled
+from gpudiag.analyze.needs import Breaks, Needs, OneOf
 
 ID = "host-overhead"
+# steps_per_execution is a Keras compile option, and Keras 3 under a MirroredStrategy fails
+# in the first step with it (TF 2.21, Keras 3.15: "You must feed a value for placeholder
+# tensor .../while/cond/Placeholder"; the issue is open)
+NEEDS = {
+    "steps-per-execution": Needs(
+        requires={"keras": OneOf(True)},
+        breaks=(
+            Breaks(
+                {
+                    "framework": OneOf("tensorflow"),
+                    "keras_major": OneOf(3),
+                    "strategy": OneOf("mirrored", "multi-worker-mirrored"),
+                },
+                "Keras 3 fails in the first step with steps_per_execution > 1 under "
+                "MirroredStrategy",
+                "https://github.com/keras-team/keras/issues/19246",
+            ),
+        ),
+        check={"keras": "that Keras's fit runs this loop (steps_per_execution is a Keras option)"},
+    )
+}
 SHORT_STEP_MS = 10.0  # steps this short are where per-step host costs (~1 ms) start to show
 OVERHEAD_SHARE = 0.30  # host 'other' time worth amortising
 STEPS = 8  # the steps_per_execution the advice proposes
@@ -66,5 +88,6 @@ def advise(f: Finding, s: Situation) -> list[Suggestion]:
             f"model.compile(..., steps_per_execution={STEPS}): Keras dispatches {STEPS} steps at "
             "once and runs per-batch callbacks once per execution.",
             ID,
+            "steps-per-execution",
         )
     ]

@@ -3,8 +3,9 @@
 ``loss.item()``, ``tensor.cpu()``, ``print(tensor)``...).
 
 Why it costs time: having queued nothing, the host leaves the device idle until it launches
-again. Counted is that idle time after each sync, not the wait itself: waiting while the
-device works costs nothing.
+again; a blocking copy that waits (pageable memory, another stream) idles the device while it
+blocks. Counted is the device idle during the calls and after each, not the wait itself:
+waiting while the device works costs nothing. One call holding a tenth of the time is named.
 
 Example: "Device idle 26.2% of the time after the host synchronises (1.0 syncs per step)".
 Fix (per framework): read metrics every N steps, non-blocking copies from pinned memory.
@@ -16,40 +17,74 @@ from gpudiag.analyze import host_calls as H
 from gpudiag.analyze.diagnosis import Finding, Suggestion
 from gpudiag.analyze.evidence import RankEvidence, Situation, pct
 from gpudiag.analyze.gain import Gain, removed
+from gpudiag.analyze.needs import Needs, OneOf
 from gpudiag.analyze.wording import api
 
 ID = "host-sync-stalls"
+NEEDS = {"avoid-host-sync": Needs(requires={"device_measured": OneOf(True)})}
 # device idle right after host syncs, as a share of the analysed time (same anchors as the
 # other stalls: 5% worth a note, 15% a bottleneck, as xprof flags kernel-launch time)
 SHARE_MODERATE = 0.05
 SHARE_HIGH = 0.15
+# one call holding this share of the judged time is named as the cause (a blocking copy of
+# hundreds of ms in an inference window), not a pattern of per-step syncs
+LONG_CALL_SHARE = 0.10
 
 
 def detect(ev: RankEvidence) -> Finding | None:
-    tl = ev.timeline
-    b = H.blocked_in(ev, "sync") if tl.activity else None
-    if b is None:
+    found = H.blocked_idle(ev, "sync")
+    if found is None:
         return None
-    idle = H.idle_after(b.blocked, H.device_busy(tl), b.windows)
+    idle, b = found
     share = H.total(idle) / b.span
     if share < SHARE_MODERATE:
         return None
     counts, ms = H.per_call(b.calls, b.windows)
     n = sum(counts.values())
-    return Finding(
-        ID,
-        "high" if share >= SHARE_HIGH else "moderate",
-        f"Device idle {pct(share)}% of the time after the host synchronises "
-        f"({n / max(1, len(b.windows)):.1f} syncs per step)",
-        {
-            "idle_after_sync_pct": pct(share),
-            "host_in_sync_pct": pct(H.total(b.blocked) / b.span),
-            "syncs_per_step": round(n / max(1, len(b.windows)), 1),
-            "calls": counts,
-            "time_in_calls_ms": ms,
-        },
-    )
+    during = H.total(H.exposed(b.blocked, H.device_busy(ev.timeline))) / b.span
+    call, longest_us = H.longest_call(b.calls, b.windows)
+    evidence: dict[str, object] = {
+        "idle_after_sync_pct": pct(share),
+        "idle_during_calls_pct": pct(during),
+        "host_in_sync_pct": pct(H.total(b.blocked) / b.span),
+        "syncs_per_step": round(n / max(1, len(b.windows)), 1),
+        "calls": counts,
+        "time_in_calls_ms": ms,
+    }
+    if longest_us / b.span >= LONG_CALL_SHARE:
+        evidence.update(longest_call=call, longest_call_ms=round(longest_us / 1000.0, 1))
+        title = (
+            f"The host blocked in {call} for {longest_us / 1000.0:.0f} ms while the device "
+            f"idled: {pct(share)}% of the time"
+        )
+    else:
+        title = (
+            f"Device idle {pct(share)}% of the time after the host synchronises "
+            f"({n / max(1, len(b.windows)):.1f} syncs per step)"
+        )
+    return Finding(ID, "high" if share >= SHARE_HIGH else "moderate", title, evidence)
 
+
+# serving: no loss or metrics to log, but outputs read back each request
+_INFERENCE = {
+    "pytorch": (
+        "Stop synchronising with the GPU every request",
+        "Reading outputs with .cpu()/.tolist()/.item(), torch.cuda.synchronize() and blocking "
+        "copies make the host wait, then the GPU idles while it launches again: keep "
+        "post-processing on the device, copy results with non_blocking=True into pinned "
+        "memory and read them once per batch.",
+    ),
+    "jax": (
+        "Stop blocking on the device every call",
+        "jax.device_get, np.asarray(outputs) and .block_until_ready() after each call stop "
+        "JAX's asynchronous dispatch: dispatch the next batch before reading the last one.",
+    ),
+    "keras": (
+        "Stop reading outputs on the host every call",
+        "Converting each prediction to NumPy synchronises: predict on larger batches and read "
+        "the outputs once per batch.",
+    ),
+}
 
 _REMEDY = {
     "pytorch": (
@@ -81,5 +116,15 @@ def advise(f: Finding, s: Situation) -> list[Suggestion]:
         f"device idle {share:.0%} of the time right after host syncs; half of it "
         "recovered at the point (not measured on this run)",
     )
-    title, detail = _REMEDY[api(s.config)]
-    return [g.suggestion(title, detail, ID)]
+    who = api(s.config)
+    title, detail = (
+        _INFERENCE.get(who, _INFERENCE["keras"]) if s.config.training is False else _REMEDY[who]
+    )
+    call = f.evidence.get("longest_call")
+    if call:
+        detail = (
+            f"The longest wait is one {call} of {f.evidence.get('longest_call_ms')} ms: make "
+            "it asynchronous (pinned host memory, a copy on its own stream) or move it out of "
+            "the step. " + detail
+        )
+    return [g.suggestion(title, detail, ID, "avoid-host-sync")]

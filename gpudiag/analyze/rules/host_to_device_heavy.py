@@ -51,4 +51,4 @@ def advise(f: Finding, s: Situation) -> list[Suggestion]:
         f"exposed copies are {x:.0%} of step time; half hidden or shrunk at the point",
     )
     title, detail = remedy("overlap-copies", s.config) or ("Overlap host-to-device copies", "")
-    return [g.suggestion(title, detail, ID)]
+    return [g.suggestion(title, detail, ID, "overlap-copies")]

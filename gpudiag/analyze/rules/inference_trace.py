@@ -21,6 +21,7 @@ from gpudiag.analyze import thresholds as T
 from gpudiag.analyze.diagnosis import Finding, Suggestion
 from gpudiag.analyze.evidence import RankEvidence, Situation, pct
 from gpudiag.analyze.gain import Gain, batch_scaled
+from gpudiag.analyze.needs import Needs, OneOf
 from gpudiag.analyze.wording import remedy
 from gpudiag.trace.timeline import Kind
 
@@ -35,6 +36,7 @@ def _median_kernel_us(ev: RankEvidence) -> float | None:
 
 
 ID = "inference-trace"
+NEEDS = {"compile-inference": Needs(requires={"training": OneOf(False)})}
 
 
 def detect(ev: RankEvidence) -> Finding | None:
@@ -66,10 +68,11 @@ def detect(ev: RankEvidence) -> Finding | None:
     if idle < T.LAUNCH_IDLE_SHARE or median >= T.LAUNCH_MEDIAN_KERNEL_US:
         return Finding(ID, "info", "Inference trace: no backward pass or optimizer step", evidence)
     how = "eager" if not graphs else "CUDA-graph"
+    what = " decode" if ev.config.decode_loop else ""
     return Finding(
         ID,
         "high" if idle >= 0.3 else "moderate",
-        f"Inference is host/launch-bound ({how} decode): device idle {pct(idle)}% between "
+        f"Inference is host/launch-bound ({how}{what}): device idle {pct(idle)}% between "
         f"tiny kernels (median {median:.1f} µs)",
         evidence,
     )
@@ -93,4 +96,4 @@ def advise(f: Finding, s: Situation) -> list[Suggestion]:
             "The step already replays CUDA graphs: the device idles because each step is "
             "small; serve bigger batches (continuous batching) per step.",
         )
-    return [g.suggestion(text[0], text[1], ID)]
+    return [g.suggestion(text[0], text[1], ID, "compile-inference")]

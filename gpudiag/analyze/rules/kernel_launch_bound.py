@@ -13,15 +13,36 @@ from __future__ import annotations
 
 import numpy as np
 
+from gpudiag.analyze import host_calls as H
 from gpudiag.analyze import thresholds as T
 from gpudiag.analyze.diagnosis import Finding, Suggestion
 from gpudiag.analyze.evidence import RankEvidence, Situation, pct
 from gpudiag.analyze.gain import Gain, batch_scaled
+from gpudiag.analyze.needs import Below, Breaks, Needs, OneOf
 from gpudiag.analyze.rules.untraced_time import UNTRACED_SHARE, untraced_share
 from gpudiag.analyze.wording import remedy
 from gpudiag.trace.timeline import Kind
 
 ID = "kernel-launch-bound"
+# torch.compile's default backend (Inductor) emits Triton kernels; Triton needs compute
+# capability 7.0 (its README, "Compatibility"). Compiling needs device time to recover.
+NEEDS = {
+    "fuse-kernels": Needs(
+        requires={"device_measured": OneOf(True)},
+        breaks=(
+            Breaks(
+                {
+                    "framework": OneOf("pytorch"),
+                    "vendor": OneOf("nvidia"),
+                    "compute_capability": Below(7.0),
+                },
+                "torch.compile's default backend generates Triton kernels, which need "
+                "compute capability 7.0 or newer",
+                "https://github.com/triton-lang/triton#compatibility",
+            ),
+        ),
+    )
+}
 
 
 def detect(ev: RankEvidence) -> Finding | None:
@@ -41,6 +62,9 @@ def detect(ev: RankEvidence) -> Finding | None:
     if (untraced_share(tl) or 0.0) >= UNTRACED_SHARE:
         return None  # the idle time is untraced, not between launches (untraced-time)
     idle = ev.shares["other"]
+    blocked = H.blocked_idle(ev, "sync")
+    if blocked is not None and H.total(blocked[0]) / blocked[1].span >= idle / 2:
+        return None  # the host blocked in copies or syncs: host-sync-stalls names it
     kernels = sum(tl.kernel_counts.values()) / max(1, len(tl.devices)) / max(1, len(tl.steps))
     return Finding(
         id=ID,
@@ -68,5 +92,5 @@ def advise(f: Finding, s: Situation) -> list[Suggestion]:
             f"idle between kernels {other:.0%}; fusion removes part of the launches "
             "(not measured on this machine)",
         )
-        out.append(g.suggestion(text[0], text[1], ID))
+        out.append(g.suggestion(text[0], text[1], ID, "fuse-kernels"))
     return out

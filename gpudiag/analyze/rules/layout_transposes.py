@@ -92,7 +92,7 @@ def advise(f: Finding, s: Situation) -> list[Suggestion]:
     )
     # the same change offered by another finding is listed once, there (its gain covers more)
     offered = {k for k, rule in OFFERED_BY.items() if s.has(rule)}
-    return [g.suggestion(t, d, ID) for k, t, d in _remedies(cfg) if k not in offered]
+    return [g.suggestion(t, d, ID, f"layout-{k}") for k, t, d in _remedies(cfg) if k not in offered]
 
 
 # remedies another finding offers as a whole when it fires

@@ -52,6 +52,7 @@ def advise(f: Finding, s: Situation) -> list[Suggestion]:
             1.0,
             "correctness of BatchNormalization statistics",
             ID,
+            remedy="drop-remainder",
         )
     ]
 

@@ -48,5 +48,6 @@ def advise(f: Finding, s: Situation) -> list[Suggestion]:
             "ds.interleave(..., num_parallel_calls=tf.data.AUTOTUNE) over several files, and "
             "ds.cache() when the data fits in memory or on local disk.",
             ID,
+            "parallel-reads",
         )
     ]

@@ -14,8 +14,11 @@ from __future__ import annotations
 from gpudiag.analyze.diagnosis import Finding, Suggestion
 from gpudiag.analyze.evidence import RankEvidence, Situation
 from gpudiag.analyze.gain import Gain, batch_scaled
+from gpudiag.analyze.needs import Needs, OneOf
 
 ID = "small-batch"
+# a training batch (with its learning rate); serving batches are another remedy
+NEEDS = {"bigger-batch": Needs(requires={"training": OneOf(True)})}
 SMALL_BATCH = 32  # per-replica batches below this under-use a device (docs/thresholds.md)
 COMPUTE_SHARE = 0.6  # the device must be the bottleneck: input/sync remedies come first
 FACTOR = 4  # the batch growth the advice proposes
@@ -76,5 +79,6 @@ def advise(f: Finding, s: Situation) -> list[Suggestion]:
             "linearly with warm-up): throughput per sample rises because each step's fixed cost "
             "is shared by more samples and kernels get big enough to use the device.",
             ID,
+            "bigger-batch",
         )
     ]

@@ -74,4 +74,5 @@ def _fewer_replicas(f: Finding, s: Situation) -> Suggestion:
         f"{f.evidence.get('per_replica_batch')} samples per replica cannot hide the per-replica "
         "dispatch and the gradient all-reduce. Scale out again when the model or batch grows.",
         ID,
+        "fewer-replicas",
     )

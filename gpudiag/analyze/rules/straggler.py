@@ -64,6 +64,7 @@ def advise(f: Finding, s: Situation) -> list[Suggestion]:
             "Everyone waits for the slowest rank at each all-reduce: check its data shard "
             "size, host load, thermal throttling (NVML clocks) and NIC/NVLink placement.",
             ID,
+            "investigate-straggler",
         )
     ]
 

@@ -13,8 +13,16 @@ from __future__ import annotations
 from gpudiag.analyze.diagnosis import Finding, Suggestion
 from gpudiag.analyze.evidence import RankEvidence, Situation, pct
 from gpudiag.analyze.gain import Gain, removed
+from gpudiag.analyze.needs import Needs, OneOf
 
 ID = "xla-off"
+# jit_compile is a Keras compile option on TensorFlow (JAX always compiles with XLA)
+NEEDS = {
+    "jit-compile": Needs(
+        requires={"keras": OneOf(True), "framework": OneOf("tensorflow")},
+        check={"keras": "that Keras's fit runs this loop (else: tf.function(jit_compile=True))"},
+    )
+}
 COMPUTE_SHARE = 0.6  # fusion only pays where compute dominates
 FUSION_SAVING = (0.05, 0.15, 0.30)  # share of compute XLA saves: low / point / high
 
@@ -50,5 +58,6 @@ def advise(f: Finding, s: Situation) -> list[Suggestion]:
             "Compile the model with XLA",
             "model.compile(..., jit_compile=True) fuses element-wise ops into fewer kernels.",
             ID,
+            "jit-compile",
         )
     ]

@@ -13,6 +13,10 @@ from gpudiag.record.rank_info import RankInfo
 from gpudiag.trace.timeline import Timeline
 
 STEP_MARKER = "train"
+_KERAS_DISTRIBUTIONS = {
+    "DataParallel": "keras-data-parallel",
+    "ModelParallel": "keras-model-parallel",
+}
 
 
 class ProfilerSession:
@@ -35,11 +39,13 @@ class RecordBackend:
         """A context manager that marks one training step in the profile (None: no marker)."""
         return None
 
-    def wait_for(self, result: Any) -> None:
+    def wait_for(self, result: Any) -> bool:
         """Wait until the device has computed ``result`` (a train-function call's), where
         the backend dispatches steps asynchronously. Only inside profiler windows: the
         profiled steps' markers must hold their device work; elsewhere the run keeps its
-        pipeline."""
+        pipeline. False: it did not wait (the profile links device work to its step by
+        itself), and the step's end is taken as outside windows (``completion``)."""
+        return True
 
     def completion(self, result: Any) -> Any:
         """Called on the training thread right after each train-function call, without
@@ -67,6 +73,17 @@ class RecordBackend:
                 devices = list(dist.device_mesh.devices.flatten())
                 return len(devices), [str(d) for d in devices]
         return 1, []
+
+    def strategy(self, model: Any) -> str:
+        """The distribution the model trains under, in RunConfig.strategy's words: Keras's
+        own (JAX's DataParallel, ModelParallel), else "none"."""
+        with contextlib.suppress(Exception):
+            import keras
+
+            dist = keras.distribution.distribution()
+            if dist is not None:
+                return _KERAS_DISTRIBUTIONS.get(type(dist).__name__, type(dist).__name__)
+        return "none"
 
     def default_devices(self) -> list[str]:
         """The devices a run without a distribution strategy trains on ([]: unknown)."""

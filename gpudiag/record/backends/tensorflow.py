@@ -28,6 +28,19 @@ class _TfSession(ProfilerSession):
         tf.profiler.experimental.stop()
 
 
+# tf.distribute classes -> RunConfig.strategy (a default strategy outside any scope: none)
+_TF_STRATEGIES = {
+    "MirroredStrategy": "mirrored",
+    "MultiWorkerMirroredStrategy": "multi-worker-mirrored",
+    "CollectiveAllReduceStrategy": "multi-worker-mirrored",
+    "TPUStrategy": "tpu",
+    "ParameterServerStrategy": "parameter-server",
+    "ParameterServerStrategyV2": "parameter-server",
+    "OneDeviceStrategy": "none",
+    "_DefaultDistributionStrategy": "none",
+}
+
+
 class TensorFlowBackend(RecordBackend):
     def start_profiler(self, logdir: str) -> ProfilerSession:
         import tensorflow as tf
@@ -69,6 +82,17 @@ class TensorFlowBackend(RecordBackend):
                         [str(d) for d in strategy.extended.worker_devices],
                     )
         return super().replicas(model)
+
+    def strategy(self, model: Any) -> str:
+        """The tf.distribute strategy the model was built under ("none": the default)."""
+        with contextlib.suppress(Exception):
+            found = getattr(model, "distribute_strategy", None)
+            tf = sys.modules.get("tensorflow")
+            if found is None and tf is not None and tf.distribute.has_strategy():
+                found = tf.distribute.get_strategy()
+            if found is not None:
+                return _TF_STRATEGIES.get(type(found).__name__, type(found).__name__)
+        return "none"
 
     def default_devices(self) -> list[str]:
         """TensorFlow places ops on its first GPU."""

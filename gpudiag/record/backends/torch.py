@@ -46,11 +46,12 @@ class TorchBackend(RecordBackend):
         # the name Kineto readers (ours, HTA, TensorBoard) take for a step
         return torch.profiler.record_function(f"ProfilerStep#{step}")
 
-    def wait_for(self, result: Any) -> None:
+    def wait_for(self, result: Any) -> bool:
         import torch
 
         if torch.cuda.is_available():
             torch.cuda.synchronize()
+        return True
 
     def completion(self, result: Any) -> Any:
         import torch
