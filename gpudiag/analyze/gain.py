@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from gpudiag.analyze.diagnosis import Suggestion
 
 MAX_SHARE = 0.95  # a share is never taken as 100%: the step cannot become free
+MAX_GAIN = 1.0 / (1.0 - MAX_SHARE)  # 20x: all of a 95% stall removed
 
 
 @dataclass
@@ -32,8 +33,11 @@ class Gain:
 
     @classmethod
     def of(cls, point: float, low: float, high: float, basis: str) -> Gain:
-        """Sorted and clamped to >= 1 (a remedy is never predicted to slow training)."""
-        lo, hi = sorted((max(1.0, low), max(1.0, high)))
+        """Sorted and clamped to [1, MAX_GAIN]: a remedy is never predicted to slow training,
+        nor to remove more than MAX_SHARE of a step (a model fed the steps of a run that
+        stopped after a few once promised 1,000,000x)."""
+        lo, hi = sorted((min(MAX_GAIN, max(1.0, low)), min(MAX_GAIN, max(1.0, high))))
+        point = min(point, MAX_GAIN)
         return cls(min(max(1.0, point), hi) if point >= lo else lo, lo, hi, basis)
 
     def suggestion(self, title: str, detail: str, finding: str, remedy: str = "") -> Suggestion:

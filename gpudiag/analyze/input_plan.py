@@ -30,6 +30,12 @@ NEEDS = {
         check={"keras": "that Keras's fit consumes this input (PyDataset is a Keras class)"},
     ),
     "array-pipeline": Needs(requires={"keras": OneOf(True)}),
+    "bigger-batch": Needs(requires={"training": OneOf(True)}),
+    "prefetch": Needs(),
+    "parallel-map": Needs(),
+    "less-work-per-sample": Needs(),
+    "inspect-input": Needs(),
+    **{f"stage-{kind}": Needs() for kind in STAGE_REMEDIES},
 }
 
 # Python input whose process keeps less than this many cores busy is waiting, not computing
@@ -237,6 +243,14 @@ def _prefetch_remedy(s: Situation) -> list[Suggestion]:
     ]
 
 
+def _processes_in_place(s: Situation) -> bool:
+    """The Python input already runs in as many worker processes as the machine has cores:
+    the remedy the worker rules give is the run's own configuration."""
+    cfg = s.config
+    pool = cfg.input_kind == "pydataset" and bool(cfg.use_multiprocessing)
+    return pool and (cfg.workers or 1) >= _cores(s)
+
+
 def _less_work_remedy(s: Situation, head: float | None) -> list[Suggestion]:
     inp = s.shares["input"]
     g = Gain.of(
@@ -249,12 +263,25 @@ def _less_work_remedy(s: Situation, head: float | None) -> list[Suggestion]:
     cache = (
         "" if s.config.cache else "cache decoded samples (ds.cache()) before random augmentation, "
     )
+    if _processes_in_place(s):
+        cfg = s.config
+        why = (
+            f"The input already runs in {cfg.workers} worker processes on {_cores(s)} cores "
+            "(PyDataset(use_multiprocessing=True)), so more workers cannot help"
+        )
+        more = "; or train on a machine with more cores for the workers"
+    else:
+        why = (
+            f"The CPU has no headroom (at most {head or 1.0:.2f}× more available), so more "
+            "parallelism cannot help"
+        )
+        more = ""
     return [
         g.suggestion(
             "Do less CPU work per sample",
-            f"The CPU has no headroom (at most {head or 1.0:.2f}× more available), so more "
-            f"parallelism cannot help: {cache}pre-resize or pre-decode data offline, or move "
-            "augmentation into the model (Keras preprocessing layers) where it runs with compute.",
+            f"{why}: {cache}pre-resize or pre-decode data offline, return compact dtypes "
+            "(uint8 images) and fewer copies per batch, or move augmentation into the model "
+            f"(Keras preprocessing layers) where it runs with compute{more}.",
             _finding(s, "cpu-saturated", "input-wait"),
             "less-work-per-sample",
         )
@@ -407,6 +434,8 @@ def input_remedies(s: Situation) -> list[Suggestion]:
     head = _headroom(s)
     if head is not None and head < NO_HEADROOM and kind != "python-waiting":
         return _less_work_remedy(s, head)
+    if _processes_in_place(s) and kind == "python":
+        return _less_work_remedy(s, head)  # the worker remedy is what the run already does
     out = _prefetch_remedy(s)
     stage = _stage_remedy(s)
     if stage:  # the profile shows where the input time goes: aim there

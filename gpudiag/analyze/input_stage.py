@@ -9,6 +9,9 @@ pipeline is not where a 2-second wait comes from). Kinds, from the stage's last 
   cache. ``python``: a Python source (``Generator``, ``py_function``/``numpy_function``):
   worker processes. ``map`` / ``map-sequential``, ``batch``, ``interleave``: parallelise it.
   ``cache``: the cache is being filled (the first epoch reads the source).
+* ``device-iterator``: a ``Generator`` right under the root prefetch is TensorFlow's own
+  multi-device iterator (MirroredStrategy), not user Python (``from_generator`` puts its
+  Generator inside a ``FlatMap``).
 * ``producer``: a ``Prefetch`` holds the time with nothing traced beneath it: it waits for a
   producer whose thread the profile did not trace. A ``Prefetch`` whose producer is traced is
   not ranked: its time is its wait for that producer. (A parallel map's or interleave's own
@@ -44,8 +47,18 @@ KIND_TABLE: tuple[tuple[re.Pattern[str], str], ...] = (
 
 
 def stage_kind(stage: str) -> str:
-    last = stage.rpartition("::")[2]
-    return next((kind for pattern, kind in KIND_TABLE if pattern.match(last)), "other")
+    parent, _, last = stage.rpartition("::")
+    kind = next((kind for pattern, kind in KIND_TABLE if pattern.match(last)), "other")
+    if kind == "python" and last.startswith("Generator") and not _from_generator(parent):
+        # TensorFlow's multi-device iterator (MirroredStrategy) feeds each replica through
+        # a Generator dataset of its own, right under the root prefetch: no user Python
+        return "device-iterator"
+    return kind
+
+
+def _from_generator(parent: str) -> bool:
+    """``Dataset.from_generator`` builds its Generator inside a FlatMap (TF 2.x)."""
+    return parent.rpartition("::")[2].startswith("FlatMap")
 
 
 def input_stage(pipeline: dict[str, Any]) -> tuple[str, str, float] | None:
@@ -130,6 +143,14 @@ STAGE_REMEDIES: dict[str, tuple[str, str, str]] = {
         "The time goes to a sequential interleave ({stage}): ds.interleave(..., "
         "num_parallel_calls=tf.data.AUTOTUNE, deterministic=False).",
         "cores",
+    ),
+    "device-iterator": (
+        "Speed up the pipeline behind the replicas' iterator",
+        "The step waits in TensorFlow's multi-device iterator ({stage}), which pulls every "
+        "replica's batch from your tf.data pipeline: that pipeline is the bottleneck, not "
+        "Python. Parallelise its maps (num_parallel_calls=tf.data.AUTOTUNE), cache what does "
+        "not change, end it with prefetch(tf.data.AUTOTUNE).",
+        "",
     ),
     "interleave": (
         "Read more files at once",

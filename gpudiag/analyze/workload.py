@@ -20,7 +20,7 @@ from gpudiag.trace.runconfig import RunConfig
 # What a device name says of its maker (profile device planes, Kineto deviceProperties,
 # NVML names). AMD's Instinct and Radeon parts come as "AMD Instinct MI300X", "gfx942".
 _VENDORS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("amd", re.compile(r"\bAMD\b|Instinct|Radeon|\bMI\d{2,3}|gfx\d{3}", re.IGNORECASE)),
+    ("amd", re.compile(r"\bAMD\b|Instinct|Radeon|\bMI\d{2,3}|gfx\d{3}|ROCm", re.IGNORECASE)),
     (
         "nvidia",
         re.compile(
@@ -63,9 +63,10 @@ def vendor_of(cfg: RunConfig) -> str | None:
         return "cpu"
     if kind == "TPU":
         return "google"
-    for vendor, pattern in _VENDORS:
-        if cfg.gpu_model and pattern.search(cfg.gpu_model):
-            return vendor
+    for text in (cfg.gpu_model, cfg.device_type):
+        for vendor, pattern in _VENDORS:
+            if text and pattern.search(text):
+                return vendor
     if cfg.compute_capability:
         return "nvidia"  # compute capabilities are NVIDIA's
     return None

@@ -78,11 +78,14 @@ def is_tensor_core(low: str) -> bool:
 LAYOUT_TRANSPOSE_RE = re.compile(
     r"ShuffleInTensor3|SwapDimension[0-2]And[0-2]InTensor3|transpose_readWrite_alignment_kernel|"
     r"nchwToNhwcKernel|nhwcToNchwKernel|batched_transpose_\d+x\d+_(?:dword|half|byte)|"
-    r"transpose_(?:NCHW2CNHW|CNHW2NCHW|NCHW2NHWC|NHWC2NCHW)"
+    r"transpose_(?:NCHW2CNHW|CNHW2NCHW|NCHW2NHWC|NHWC2NCHW)|"
+    # XLA's own: the kernels its layout assignment inserts around convolutions, named after
+    # the HLO they run (a transpose or a layout-changing copy, fused or alone)
+    r"^(?:input_|loop_)?transpose(?:_fusion)?(?:[._]\d+)*$|^(?:loop_)?copy(?:_fusion)?(?:[._]\d+)*$"
 )
 LAYOUT_TRANSPOSE = Scan(
     LAYOUT_TRANSPOSE_RE,
-    ("shuffleintensor3", "swapdimension", "transpose_", "nchwtonhwc", "nhwctonchw"),
+    ("shuffleintensor3", "swapdimension", "transpose", "nchwtonhwc", "nhwctonchw", "copy"),
 )
 # TensorFlow's transpose functors also run the user's own tf.transpose (attention heads): an
 # op of these types is a layout conversion only when the layout optimizer inserted it

@@ -16,14 +16,14 @@ from typing import Any
 
 import numpy as np
 
-from gpudiag.trace.chrome import ChromeDoc, json_kind, loads
+from gpudiag.trace.chrome import MAX_NAME, ChromeDoc, json_kind, loads
 from gpudiag.trace.comm import classify
 from gpudiag.trace.errors import TraceError
 from gpudiag.trace.facts import RunFacts, host_call_kind
 from gpudiag.trace.name_scan import NameCache, scanned
 from gpudiag.trace.sink import MAX_KEYS, STEP_WEIGHT, IntervalBudget, SinkTable, Totals
 from gpudiag.trace.steps_infer import ensure_steps, is_marker
-from gpudiag.trace.timeline import Kind, Metadata, Timeline
+from gpudiag.trace.timeline import HOST_COMPUTE, Intervals, Kind, Metadata, Timeline, subtract
 
 KERNEL_CATS = frozenset({"kernel", "Kernel"})
 MEMCPY_CATS = frozenset({"gpu_memcpy", "Memcpy"})
@@ -37,6 +37,7 @@ TOP_KEYS = ("deviceProperties", "distributedInfo", "schemaVersion")
 RUNTIME_CATS = frozenset({"cuda_runtime", "Runtime", "cuda_driver"})
 # host-side ops (Kineto >= 1.10 names first, PyTorch 1.8/1.9 names second)
 HOST_CATS = frozenset({"cpu_op", "Operator", "user_annotation", "python_function"})
+CPU_OP_CATS = frozenset({"cpu_op", "Operator"})
 # the pre-Kineto autograd profiler (torch < 1.8, or use_kineto=False) writes no categories:
 # host ops under this pid, CUDA-event-timed op ranges under the other with tid = device
 LEGACY_CPU_PID = "CPU functions"
@@ -92,6 +93,8 @@ def read_kineto_events(events: Iterable[Any], top: dict[str, Any], path: str) ->
     kernels: dict[str, int] = {}
     steps = budget.sink(False, "q", STEP_WEIGHT)  # ProfilerStep number
     waits = budget.sink()
+    cpu_ops: SinkTable[str] = SinkTable(budget, False)  # framework ops on the host, by name
+    launches_at = budget.sink()  # kernel launches and copies issued by the host
     wait_names = Totals()
     host_comm = budget.sink()
     host_calls: SinkTable[str] = SinkTable(budget)
@@ -147,6 +150,9 @@ def read_kineto_events(events: Iterable[Any], top: dict[str, Any], path: str) ->
                     kind = Kind.COPY  # a memset fills memory: no compute
                 dev.add((device, kind), ts, ts + dur)
             elif cat in RUNTIME_CATS:
+                if "Launch" in name or "Memcpy" in name:
+                    ts = float(ev["ts"])
+                    launches_at.add(ts, ts + float(ev.get("dur", 0.0)))
                 if "Launch" in name:
                     launches += 1
                     graphs += name in GRAPH_LAUNCHES
@@ -163,6 +169,9 @@ def read_kineto_events(events: Iterable[Any], top: dict[str, Any], path: str) ->
                     steps.add(ts, ts + float(ev.get("dur", 0.0)), int(m.group(1)))
             elif cat in HOST_CATS or pid == LEGACY_CPU_PID:
                 facts.host_op(name, ev.get("args"))
+                if cat in CPU_OP_CATS:
+                    ts = float(ev["ts"])
+                    cpu_ops.add(name, ts, ts + float(ev.get("dur", 0.0)))
                 mark = is_marker_name.get(name)
                 if mark is None:
                     mark = is_marker(name)
@@ -199,6 +208,12 @@ def read_kineto_events(events: Iterable[Any], top: dict[str, Any], path: str) ->
     for name, sink in host_calls.sinks.items():
         tl.add_host_call(name, *sink.take_pairs())
     tl.kernel_counts.update(kernels)
+    if cpu_ops and dev:
+        quiet, top = host_compute(
+            {n: sink.take_pairs() for n, sink in cpu_ops.sinks.items()}, launches_at.take_pairs()
+        )
+        tl.meta.extra[HOST_COMPUTE] = quiet
+        tl.meta.extra["host_compute_ops_ms"] = top
     if len(waits):
         tl.add_input_wait(*waits.take_pairs(), name_totals=wait_names)
     if single_process:
@@ -228,6 +243,47 @@ def read_kineto_events(events: Iterable[Any], top: dict[str, Any], path: str) ->
     return [tl]
 
 
+def host_compute(
+    ops: dict[str, tuple[np.ndarray, np.ndarray]], launches: tuple[np.ndarray, np.ndarray]
+) -> tuple[Intervals, dict[str, float]]:
+    """Host time in framework ops that launch nothing on the device (CPU preprocessing:
+    decoding, resizing, tokenising; host-side framework work): the union of the ops with no
+    kernel launch or copy inside, less the time of the ops that do launch (their
+    non-launching children are the launch's own overhead). Also the ops holding most of
+    it (ms, at most ``TOP_HOST_OPS``)."""
+    launch = Intervals(*launches).merged()
+    quiet_s, quiet_e, loud_s, loud_e = [], [], [], []
+    totals: dict[str, float] = {}
+    for name, (starts, ends) in ops.items():
+        if len(launch):
+            i = np.searchsorted(launch.starts, ends, side="right") - 1
+            launching = (i >= 0) & (launch.ends[np.maximum(i, 0)] >= starts)
+        else:
+            launching = np.zeros(starts.size, dtype=bool)
+        quiet_s.append(starts[~launching])
+        quiet_e.append(ends[~launching])
+        loud_s.append(starts[launching])
+        loud_e.append(ends[launching])
+        total = float(np.sum(ends[~launching] - starts[~launching]))
+        if total > 0:
+            totals[name] = total
+    quiet = Intervals(np.concatenate(quiet_s), np.concatenate(quiet_e)).merged()
+    loud = Intervals(np.concatenate(loud_s), np.concatenate(loud_e)).merged()
+    top = sorted(totals.items(), key=lambda kv: -kv[1])[:TOP_HOST_OPS]
+    return subtract(quiet, loud), {n[:MAX_NAME]: round(us / 1000.0, 2) for n, us in top}
+
+
+TOP_HOST_OPS = 5
+
+
+def _nvidia(props: dict[str, Any]) -> bool:
+    """Compute capability is NVIDIA's: ROCm's Kineto writes its gfx version in the same
+    fields (9.4 for gfx942), and a bool or a huge number is no capability."""
+    parts = (props.get("computeMajor"), props.get("computeMinor"))
+    sane = all(isinstance(x, int) and not isinstance(x, bool) and 0 <= x < 100 for x in parts)
+    return sane and "AMD" not in str(props.get("name")) and "gfx" not in str(props.get("name"))
+
+
 def _device_order(name: str) -> tuple[int, str]:
     tail = name.rsplit(" ", 1)[-1]
     return (int(tail) if tail.isdigit() else 1 << 30, name)
@@ -245,6 +301,13 @@ def _metadata(top: dict[str, Any], path: str) -> Metadata:
             meta.extra["backend"] = str(info["backend"])
     props: Any = top.get("deviceProperties")
     if isinstance(props, list) and props:
-        names = {str(p.get("name", "")) for p in props if isinstance(p, dict)}
+        names = {str(p.get("name", ""))[:MAX_NAME] for p in props if isinstance(p, dict)}
         meta.device_type = ", ".join(sorted(n for n in names if n)) or "GPU"
+        first = props[0] if isinstance(props[0], dict) else {}
+        if first.get("name"):
+            meta.config.gpu_model = str(first["name"])[:MAX_NAME]
+        major, minor = first.get("computeMajor"), first.get("computeMinor")
+        # NVIDIA only: ROCm's Kineto writes its gfx version in the same fields (9.4 = gfx942)
+        if isinstance(major, int) and isinstance(minor, int) and _nvidia(first):
+            meta.config.compute_capability = major + minor / 10.0
     return meta

@@ -138,6 +138,11 @@ CUT_SHORT = (
 )
 
 
+# Metadata.extra key: host time in framework ops that launch nothing on the device
+# (Intervals; Kineto traces): CPU preprocessing the device may wait for
+HOST_COMPUTE = "host ops without launches"
+
+
 def stopped_early(limitations: list[str]) -> bool:
     return STOPPED_EARLY in limitations or CUT_SHORT in limitations
 

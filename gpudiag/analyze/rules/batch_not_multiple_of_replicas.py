@@ -13,9 +13,11 @@ from __future__ import annotations
 
 from gpudiag.analyze.diagnosis import Finding, Suggestion
 from gpudiag.analyze.evidence import Situation
+from gpudiag.analyze.needs import Needs
 from gpudiag.trace.runconfig import RunConfig
 
 ID = "batch-not-multiple-of-replicas"
+NEEDS = {"batch-multiple-of-replicas": Needs()}
 KIND = "lint"  # reads only the RunConfig: judged once, before the first step
 
 

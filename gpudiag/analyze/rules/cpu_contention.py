@@ -14,8 +14,10 @@ from __future__ import annotations
 from gpudiag.analyze.diagnosis import Finding, Suggestion
 from gpudiag.analyze.evidence import RankEvidence, Situation
 from gpudiag.analyze.gain import Gain
+from gpudiag.analyze.needs import Needs
 
 ID = "cpu-contention"
+NEEDS = {"free-cpu": Needs()}
 OTHERS_PCT = 25.0  # other processes' median share of all cores worth a finding
 OTHERS_HIGH_PCT = 50.0  # half the machine taken by others: the run's figures are distorted
 BUSY_PCT = 85.0  # ... and only when the host is busy: idle cores left over harm no one

@@ -17,9 +17,11 @@ from gpudiag.analyze import thresholds as T
 from gpudiag.analyze.diagnosis import Finding, Suggestion
 from gpudiag.analyze.evidence import RankEvidence, Situation, pct
 from gpudiag.analyze.gain import Gain, batch_scaled, removed
+from gpudiag.analyze.needs import Needs
 from gpudiag.analyze.wording import sync_remedy
 
 ID = "exposed-collectives"
+NEEDS = {"more-work-per-allreduce": Needs()}
 BATCH_FACTOR = 4  # the per-replica batch growth the advice proposes
 ALL_TO_ALL = ("DeepEP", "MoRI")  # expert-parallel all-to-all libraries
 

@@ -20,9 +20,15 @@ import numpy as np
 from gpudiag.analyze.diagnosis import Finding, Suggestion
 from gpudiag.analyze.evidence import RankEvidence, Situation
 from gpudiag.analyze.gain import Gain
+from gpudiag.analyze.needs import Needs, OneOf
 from gpudiag.trace.timeline import Timeline
 
 ID = "gpus-held-idle"
+# training on the held GPUs is a MirroredStrategy remedy; hiding them frees them for others
+NEEDS = {
+    "hide-idle-gpus": Needs(),
+    "train-on-all-gpus": Needs(requires={"training": OneOf(True)}),
+}
 # A CUDA context alone costs 100-500 MiB (lazy loading included); less than this is not one.
 HELD_MIB = 64.0
 # Beyond a bare context the allocator has taken memory there (TensorFlow's default takes

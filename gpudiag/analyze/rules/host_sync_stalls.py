@@ -18,7 +18,9 @@ from gpudiag.analyze.diagnosis import Finding, Suggestion
 from gpudiag.analyze.evidence import RankEvidence, Situation, pct
 from gpudiag.analyze.gain import Gain, removed
 from gpudiag.analyze.needs import Needs, OneOf
+from gpudiag.analyze.rules import host_preprocessing
 from gpudiag.analyze.wording import api
+from gpudiag.trace.timeline import subtract
 
 ID = "host-sync-stalls"
 NEEDS = {"avoid-host-sync": Needs(requires={"device_measured": OneOf(True)})}
@@ -36,6 +38,9 @@ def detect(ev: RankEvidence) -> Finding | None:
     if found is None:
         return None
     idle, b = found
+    pre = host_preprocessing.preprocessing(ev)
+    if pre is not None:  # the host was busy preparing the next step: host-preprocessing
+        idle = subtract(idle, pre[0])
     share = H.total(idle) / b.span
     if share < SHARE_MODERATE:
         return None

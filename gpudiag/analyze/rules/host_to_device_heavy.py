@@ -17,9 +17,11 @@ from gpudiag.analyze import thresholds as T
 from gpudiag.analyze.diagnosis import Finding, Suggestion
 from gpudiag.analyze.evidence import RankEvidence, Situation, pct
 from gpudiag.analyze.gain import Gain, removed
+from gpudiag.analyze.needs import Needs
 from gpudiag.analyze.wording import remedy
 
 ID = "host-to-device-heavy"
+NEEDS = {"overlap-copies": Needs()}
 
 
 def detect(ev: RankEvidence) -> Finding | None:

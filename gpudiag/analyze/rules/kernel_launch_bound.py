@@ -19,6 +19,7 @@ from gpudiag.analyze.diagnosis import Finding, Suggestion
 from gpudiag.analyze.evidence import RankEvidence, Situation, pct
 from gpudiag.analyze.gain import Gain, batch_scaled
 from gpudiag.analyze.needs import Below, Breaks, Needs, OneOf
+from gpudiag.analyze.rules import host_preprocessing
 from gpudiag.analyze.rules.untraced_time import UNTRACED_SHARE, untraced_share
 from gpudiag.analyze.wording import remedy
 from gpudiag.trace.timeline import Kind
@@ -65,6 +66,9 @@ def detect(ev: RankEvidence) -> Finding | None:
     blocked = H.blocked_idle(ev, "sync")
     if blocked is not None and H.total(blocked[0]) / blocked[1].span >= idle / 2:
         return None  # the host blocked in copies or syncs: host-sync-stalls names it
+    pre = host_preprocessing.preprocessing(ev)
+    if pre is not None and H.total(pre[0]) / pre[1] >= idle / 2:
+        return None  # the host was computing, not launching: host-preprocessing
     kernels = sum(tl.kernel_counts.values()) / max(1, len(tl.devices)) / max(1, len(tl.steps))
     return Finding(
         id=ID,

@@ -20,11 +20,16 @@ from __future__ import annotations
 from gpudiag.analyze.diagnosis import Finding, Suggestion
 from gpudiag.analyze.evidence import RankEvidence, Situation, pct
 from gpudiag.analyze.gain import Gain, removed
+from gpudiag.analyze.needs import Needs
 from gpudiag.analyze.wording import api
 from gpudiag.trace.runconfig import RunConfig
 from gpudiag.trace.timeline import Timeline
 
 ID = "layout-transposes"
+NEEDS = {
+    f"layout-{k}": Needs()
+    for k in ("mixed-precision", "channels-multiple-of-8", "xla", "channels-first", "channels-last")
+}
 # Below 5% of kernel time, removing every conversion of a fully compute-bound step is worth
 # less than 1.05x: not worth a model change. The real Keras profiles read here hold 0.7-4.9%
 # (cuBLAS's FFT transposes, TF's few filter shuffles); the RTX 2060-class CNN 23.6%.

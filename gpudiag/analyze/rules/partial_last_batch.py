@@ -13,9 +13,11 @@ from __future__ import annotations
 
 from gpudiag.analyze.diagnosis import Finding, Suggestion
 from gpudiag.analyze.evidence import Situation
+from gpudiag.analyze.needs import Needs
 from gpudiag.trace.runconfig import RunConfig
 
 ID = "partial-last-batch"
+NEEDS = {"drop-remainder": Needs()}
 KIND = "lint"  # reads only the RunConfig: judged once, before the first step
 
 

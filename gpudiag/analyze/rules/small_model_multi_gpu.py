@@ -15,10 +15,12 @@ from __future__ import annotations
 from gpudiag.analyze.diagnosis import Finding, Suggestion
 from gpudiag.analyze.evidence import Situation
 from gpudiag.analyze.gain import Gain
+from gpudiag.analyze.needs import Needs
 from gpudiag.analyze.rules.exposed_collectives import more_work_per_allreduce
 from gpudiag.trace.runconfig import RunConfig
 
 ID = "small-model-multi-gpu"
+NEEDS = {"fewer-replicas": Needs()}
 KIND = "lint"  # reads only the RunConfig: judged once, before the first step
 SMALL_MODEL_PARAMS = 1_000_000  # below this, one replica's compute cannot hide an all-reduce
 SMALL_PER_REPLICA_BATCH = 16  # per-replica batches this small starve each device

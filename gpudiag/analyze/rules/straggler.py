@@ -25,8 +25,10 @@ from gpudiag.analyze import thresholds as T
 from gpudiag.analyze.diagnosis import Finding, Suggestion
 from gpudiag.analyze.evidence import RunEvidence, Situation
 from gpudiag.analyze.gain import Gain, removed
+from gpudiag.analyze.needs import Needs
 
 ID = "straggler"
+NEEDS = {"investigate-straggler": Needs()}
 
 
 def detect_run(run: RunEvidence) -> Finding | None:

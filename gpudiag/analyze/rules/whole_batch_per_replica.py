@@ -22,10 +22,12 @@ import numpy as np
 from gpudiag.analyze.diagnosis import Finding, Suggestion
 from gpudiag.analyze.evidence import RankEvidence, Situation
 from gpudiag.analyze.gain import Gain, removed
+from gpudiag.analyze.needs import Needs
 from gpudiag.analyze.wording import api
 from gpudiag.trace.timeline import Timeline
 
 ID = "whole-batch-per-replica"
+NEEDS = {"distribute-dataset": Needs()}
 # A replica receiving at least 3/4 of the global batch per step gets the whole batch: its
 # share is at most 1/2 (two replicas), so this is 1.5x the share or more, beyond what
 # labels, sample weights or a few scalars add; and short of the whole batch when the
@@ -107,4 +109,4 @@ def advise(f: Finding, s: Situation) -> list[Suggestion]:
             "global_batch / replicas samples. Remove tf.split / make_parallel from the "
             "model; in a custom loop use strategy.experimental_distribute_dataset(ds).",
         )
-    return [g.suggestion(title, detail, ID)]
+    return [g.suggestion(title, detail, ID, "distribute-dataset")]
