@@ -27,6 +27,7 @@ class RunConfig:
     gpu_model: str | None = None  # "Tesla V100" (from the profile's device plane)
     training: bool | None = None  # False: an inference-only trace
     jit_compile: bool | None = None  # XLA compilation of the step
+    run_eagerly: bool | None = None  # Keras runs the step op by op (compile(run_eagerly=True))
     steps_per_execution: int | None = None
     precision: str | None = None  # dtype policy: float32 | mixed_float16 | mixed_bfloat16 ...
     compute_capability: float | None = None  # the GPU's, e.g. 7.5 (Tensor Cores from 7.0)
