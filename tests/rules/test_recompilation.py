@@ -70,7 +70,7 @@ def test_share_thresholds(share, severity):
     # 40 steps of 10 ms = 0.4 s steady; 4 recompilations + the first take the rest
     late = 4
     steady = 40 * STEP_US / 1e6
-    # recompile_s / (steady + (late + 1) * c) = share  ->  c = share * steady / (late - share*(late+1))
+    # recompile_s / (steady + (late + 1) * c) = share, solved for c
     c = share * steady / (late - share * (late + 1))
     f = rule.detect(evidence(compiling(late, c, shapes=lengths(8))))
     assert (f.severity if f else None) == severity
