@@ -108,8 +108,9 @@ def varying_dims(shapes: list[Shapes]) -> list[Dim]:
         for axis in range(rank):
             vals = [s[leaf][axis] for s in known]
             sizes = sorted({v for v in vals if v is not None})
-            if None in vals:
-                out.append(Dim(leaf, axis, sizes if len(sizes) > 1 else []))
+            if None in vals:  # left open; the batch is always open in a traced signature
+                if axis > 0 or len(sizes) > 1:
+                    out.append(Dim(leaf, axis, sizes if len(sizes) > 1 else []))
             elif len(sizes) > 1:
                 out.append(Dim(leaf, axis, sizes))
     # a dimension varying in the features and the labels alike (the batch) is said once

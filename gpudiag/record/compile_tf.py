@@ -98,7 +98,5 @@ class TfCompileWatch(CompileWatch):
             return
         for t0, t1 in self.slow.slow():
             if t0 not in self.traced_calls:
-                self.emit(
-                    CompileEvent(t0, t1, f"XLA {self.what}", "compile", "call-time", self.signature)
-                )
+                self.emit(CompileEvent(t0, t1, self.what, "compile", "call-time", self.signature))
         self.slow = SlowCalls()
