@@ -53,7 +53,7 @@ class CompileFacts:
     fit_s: float  # from the first step (or compilation) to the last
     steady_step_s: float | None  # median step that compiled nothing
     steps: int  # batches trained
-    steady_busy_s: float  # the summed time of the steps that compiled nothing
+    steady_busy_s: float  # the fit's steps at the steady step time (what padding scales)
     first_compile_s: float  # the first compilation of the step function
     distinct_shapes: int  # input shapes the step function was compiled for
     varying: list[Dim] = field(default_factory=list)
@@ -176,16 +176,19 @@ def compile_facts(tl: Timeline) -> CompileFacts | None:
     late_iv = union_of(np.array([ev.start for ev in late]), np.array([ev.end for ev in late]))
     st = tl.steps
     quiet = ~_covered(all_spans, st.start, st.end)
-    durs = (st.end - st.start)[quiet]
+    durs = ((st.end - st.start) / np.maximum(st.batches, 1))[quiet]
+    steps = int(st.batches.sum() + tl.step_buckets.batches.sum())
+    # the median, not the sum: a loaded host or a profiler stopping stretches single steps
+    steady = float(np.median(durs)) / 1e6 if durs.size else None
     return CompileFacts(
         compilations=len(events),
         recompiles=len(late),
         seconds=tl.compiles.seconds(),
         recompile_s=late_iv.total() / 1e6,
         fit_s=max(0.0, (t1 - t0) / 1e6),
-        steady_step_s=float(np.median(durs)) / 1e6 if durs.size else None,
-        steps=int(st.batches.sum() + tl.step_buckets.batches.sum()),
-        steady_busy_s=float(durs.sum() + tl.step_buckets.busy.sum()) / 1e6,
+        steady_step_s=steady,
+        steps=steps,
+        steady_busy_s=(steady or 0.0) * steps,
         first_compile_s=(main_evs[0].end - main_evs[0].start) / 1e6,
         distinct_shapes=max(len(distinct), 1) if shapes else 0,
         varying=varying_dims(shapes),
