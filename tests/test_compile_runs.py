@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -29,7 +30,7 @@ pytestmark = [pytest.mark.train, pytest.mark.timeout(300)]
 def run(backend: str, name: str, variant: str, tmp: Path) -> dict:
     _require(backend)
     env = {
-        **__import__("os").environ,
+        **os.environ,
         "KERAS_BACKEND": backend,
         "TF_CPP_MIN_LOG_LEVEL": "3",
         "TF_ENABLE_ONEDNN_OPTS": "0",
