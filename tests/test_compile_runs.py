@@ -99,8 +99,11 @@ def test_run_eagerly_is_linted_found_and_remedied(backend, tmp_path):
     share = f["evidence"]["dispatch_share_pct"] / 100
     assert sug["expected_gain_range"][-1] <= round(1 / (1 - min(share, 0.95)), 2) + 0.01
     assert sug["expected_gain"] >= 2
-    # the eager run is read: steps and device time, a verdict said with confidence
-    assert d["confidence"] > 0 and d["breakdown"]["compute"] > 0
+    # the eager run is read: steps and device time, a verdict said with confidence (an
+    # eager TensorFlow run had none: its ops run on the training thread)
+    assert d["confidence"] > 0
+    if backend == "tensorflow":
+        assert d["breakdown"]["compute"] > 0.05
     assert d["reason"].startswith("the model runs eagerly")
 
 
