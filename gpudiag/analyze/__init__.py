@@ -25,6 +25,7 @@ from gpudiag.analyze.breakdown import Breakdown, computes, merge_breakdowns, row
 from gpudiag.analyze.diagnosis import Diagnosis, Finding, RankSummary
 from gpudiag.analyze.evidence import HostFacts, RankEvidence, RunEvidence, Situation
 from gpudiag.analyze.gaps import Gaps
+from gpudiag.analyze.headline import lead
 from gpudiag.analyze.ranks import (
     RankView,
     device_rows,
@@ -64,7 +65,7 @@ def diagnose(
     findings += rules.detect_run(RunEvidence(labels, parts, rank_waits(ranks, summaries)))
     shares = merge_breakdowns(parts)
     steps = step_stats(timelines, parts)
-    verdict = _verdict(ranks, summaries, shares, findings)
+    verdict = lead(_verdict(ranks, summaries, shares, findings), findings)
     situation = Situation(
         shares=verdict.judged,
         verdict=verdict.verdict,

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from gpudiag.analyze.compile_time import compiling_steps
 from gpudiag.trace.timeline import (
     COPY_KINDS,
     TRANSFER_KINDS,
@@ -90,7 +91,9 @@ def row_dicts(rows: np.ndarray, limit: int) -> list[dict[str, float]]:
 
 
 def profiled_steps(tl: Timeline) -> np.ndarray:
-    """Indices of steps inside the profiled window that overlap device activity."""
+    """Indices of steps inside the profiled window that overlap device activity, less the
+    steps that compiled (their time is the compiler's, counted by compile_time.py, not
+    host overhead of the step)."""
     st = tl.steps
     if not len(st) or not tl.has_device_activity():
         return np.zeros(0, dtype=np.int64)
@@ -98,6 +101,8 @@ def profiled_steps(tl: Timeline) -> np.ndarray:
     lo = min(s[0] for s in spans if s)
     hi = max(s[1] for s in spans if s)
     mask = st.profiled & (st.end > lo) & (st.start < hi)
+    if len(tl.compiles):
+        mask &= ~compiling_steps(tl)
     return np.nonzero(mask)[0]
 
 

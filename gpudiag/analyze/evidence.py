@@ -14,10 +14,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from gpudiag.analyze.breakdown import Breakdown, empty_shares
+from gpudiag.analyze.compile_time import compile_spans, during
 from gpudiag.analyze.diagnosis import Finding
 from gpudiag.analyze.gaps import Gaps
 from gpudiag.trace.runconfig import RunConfig
-from gpudiag.trace.timeline import Timeline
+from gpudiag.trace.timeline import Intervals, Timeline
 
 
 @dataclass
@@ -34,14 +35,17 @@ class HostFacts:
 
     @classmethod
     def of(cls, tl: Timeline) -> HostFacts:
+        # the GIL probe is late while the framework traces and compiles (it holds the GIL):
+        # those bursts measure compilation, which compile_time.py counts, not input threads
+        busy = compile_spans(tl) if len(tl.compiles) else None
         return cls(
             cpu_total=_median(tl, "cpu_total"),
             cpu_process=_median(tl, "cpu_process"),
             cpu_others=_median(tl, "cpu_others"),
             iowait=_median(tl, "cpu_iowait"),
-            gil_p95=_percentile(tl, "gil_lateness", 95),
-            gil_reference_p95=_percentile(tl, "gil_reference_lateness", 95),
-            gil_typical=_median(tl, "gil_lateness_p50"),
+            gil_p95=_percentile(tl, "gil_lateness", 95, busy),
+            gil_reference_p95=_percentile(tl, "gil_reference_lateness", 95, busy),
+            gil_typical=_percentile(tl, "gil_lateness_p50", 50, busy),
         )
 
     def own_cores(self) -> float | None:
@@ -49,9 +53,13 @@ class HostFacts:
         return None if self.cpu_process is None else self.cpu_process / 100.0
 
 
-def _percentile(tl: Timeline, name: str, q: float) -> float | None:
+def _percentile(tl: Timeline, name: str, q: float, skip: Intervals | None = None) -> float | None:
+    """The ``q`` percentile of a counter, leaving out samples taken inside ``skip``."""
     cs = tl.counter(name)
     vals = np.concatenate([c.values for c in cs]) if cs else np.zeros(0)
+    if skip is not None and len(skip) and vals.size:
+        ts = np.concatenate([c.ts for c in cs])
+        vals = vals[~during(skip, ts)]
     vals = vals[np.isfinite(vals)]
     return float(np.percentile(vals, q)) if vals.size else None
 

@@ -220,6 +220,7 @@ def _model_config(model: Any) -> dict[str, Any]:
         return out
     for key, get in (
         ("jit_compile", lambda: model.jit_compile),
+        ("run_eagerly", lambda: model.run_eagerly),
         ("steps_per_execution", lambda: model.steps_per_execution),
         ("precision", lambda: model.dtype_policy.name),
     ):

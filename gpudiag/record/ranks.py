@@ -28,6 +28,7 @@ from gpudiag.record.rank_info import RankInfo
 
 if TYPE_CHECKING:
     from gpudiag.record.backends import RecordBackend
+    from gpudiag.record.compile_watch import CompileWatch
 
 # job ids that launchers give every worker of one job
 LAUNCHER_JOB_VARS = (
@@ -97,6 +98,8 @@ class CallTimer:
     it did not wait).
     ``completion``: otherwise called with the result, without blocking, for a function that
     waits for it (``RecordBackend.completion``), kept in ``done`` for the step's record.
+    ``watch``: told of each call's arguments and span, to count the step's compilations
+    with the shapes that caused them (``record/compile_watch.py``).
     """
 
     def __init__(
@@ -104,6 +107,7 @@ class CallTimer:
         model: Any,
         wait: Callable[[Any], bool] | None = None,
         completion: Callable[[Any], Callable[[], Any] | None] | None = None,
+        watch: CompileWatch | None = None,
     ) -> None:
         self.model = model
         self.last: tuple[float, float] | None = None
@@ -118,6 +122,8 @@ class CallTimer:
         clock = time.time
 
         def timed(*args: Any, **kwargs: Any) -> Any:
+            if watch is not None:
+                args = watch.before_call(args)
             t0 = clock()
             try:
                 out = fn(*args, **kwargs)
@@ -132,8 +138,11 @@ class CallTimer:
                 return out
             finally:
                 self.last = (t0 * 1e6, clock() * 1e6)
+                if watch is not None:
+                    watch.after_call(*self.last)
 
         timed._gpudiag_timed = True  # type: ignore[attr-defined]
+        timed._gpudiag_original = fn  # type: ignore[attr-defined]
         self._original = fn
         with contextlib.suppress(Exception):
             model.train_function = timed

@@ -19,11 +19,13 @@ profiler window, enters or leaves a step marker: nothing that waits for the devi
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from gpudiag.record.backends import RecordBackend
+from gpudiag.record.compile_watch import CompileWatch, start_watch
 from gpudiag.record.completion import StepCompletion
 from gpudiag.record.decode import GIL_BURST_S, WindowDecoder
 from gpudiag.record.profiler import DEFAULT_WARMUP_STEPS, ProfilerWindow, WindowSchedule
@@ -65,8 +67,10 @@ class RecordingSession:
         in_epoch_start: int = DEFAULT_WARMUP_STEPS,
         steps_per_epoch: int | None = None,
         steps_per_execution: int = 1,
+        watch: CompileWatch | None = None,
     ) -> None:
         self.writer = writer
+        self.watch = watch  # counts the step's compilations (record/compile_watch.py)
         self.samplers = samplers
         self.backend = backend
         self.schedule = schedule
@@ -233,6 +237,7 @@ class RecordingSession:
         self.window = None
         self.decoder.close()
         writer = self.writer
+        self._stop_watch()
         if self.schedule is not None and not self.windows:
             writer.update_meta(
                 limitations=[
@@ -254,6 +259,17 @@ class RecordingSession:
         writer.close()
         return writer.summary(writer.path)
 
+    def _stop_watch(self) -> None:
+        watch, self.watch = self.watch, None
+        if watch is None:
+            return
+        try:
+            watch.stop()
+        except Exception as e:
+            watch.fault(e)
+        if watch.problem:
+            self.writer.update_meta(limitations=[watch.problem])
+
     def overhead(self) -> dict[str, float]:
         """What the profiler windows cost: seconds on the training thread and decoding."""
         out = {
@@ -271,6 +287,10 @@ class RecordingSession:
         """Release everything (idempotent; safe from any exit path)."""
         if self.calls is not None:
             self.calls.restore()
+        if self.watch is not None:
+            with contextlib.suppress(Exception):
+                self.watch.stop()
+            self.watch = None
         self.completion.close(timeout=2.0)
         if self.window is not None:
             self.window.stop()
@@ -312,6 +332,7 @@ def start_session(
         exception propagates (the callback then trains without recording).
     """
     writer = TraceWriter(path, meta, on_error=on_disk_error)
+    watch = start_watch(lambda emit: backend.compile_watch(model, emit), writer)
     for f in findings:
         writer.finding(f)
     if input_facts:
@@ -323,10 +344,11 @@ def start_session(
         schedule=schedule,
         profile_steps=profile_steps,
         profile_dir=profile_dir,
-        calls=CallTimer(model, wait=backend.wait_for, completion=backend.completion),
+        calls=CallTimer(model, wait=backend.wait_for, completion=backend.completion, watch=watch),
         in_epoch_start=in_epoch_start,
         steps_per_epoch=steps_per_epoch,
         steps_per_execution=steps_per_execution(model),
+        watch=watch,
     )
     try:
         samplers = session.samplers

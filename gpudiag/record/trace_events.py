@@ -27,6 +27,7 @@ HOST_NAMES: tuple[dict[str, Any], ...] = (
     },
     {"ph": "M", "name": "thread_name", "pid": HOST_PID, "tid": 1, "args": {"name": "steps"}},
     {"ph": "M", "name": "thread_name", "pid": HOST_PID, "tid": 2, "args": {"name": "input wait"}},
+    {"ph": "M", "name": "thread_name", "pid": HOST_PID, "tid": 4, "args": {"name": "compilation"}},
 )
 
 

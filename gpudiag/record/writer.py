@@ -38,7 +38,9 @@ from typing import Any
 from gpudiag.record.claim import claim_path
 from gpudiag.record.trace_events import HOST_NAMES, header_event, step_group_event
 from gpudiag.record.window_events import window_events
+from gpudiag.trace.compiles import CompileEvent
 from gpudiag.trace.gpudiag_format import (
+    CAT_COMPILE,
     CAT_FINDING,
     CAT_PIPELINE,
     CAT_SPAN,
@@ -288,6 +290,22 @@ class TraceWriter:
                 "ts": round(start_us, 3),
                 "dur": round(end_us - start_us, 3),
                 "args": args,
+            }
+        )
+
+    def compile(self, ev: CompileEvent) -> None:
+        """A trace or compilation of the step (``record/compile_watch.py``); never
+        aggregated: a run compiles a few times, or few enough that each one matters."""
+        self._write(
+            {
+                "ph": "X",
+                "cat": CAT_COMPILE,
+                "name": ev.what,
+                "pid": HOST_PID,
+                "tid": 4,
+                "ts": round(ev.start, 3),
+                "dur": round(ev.end - ev.start, 3),
+                "args": ev.to_args(),
             }
         )
 

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from gpudiag.trace.compiles import CompileEvent, Compiles, shapes_from
 from gpudiag.trace.sink import (
     MAX_KEYS,
     STEP_WEIGHT,
@@ -41,6 +42,7 @@ CAT_PIPELINE = "gpudiag.pipeline"
 CAT_WINDOW = "gpudiag.profile_window"
 CAT_SPAN = "gpudiag.span"  # name: "epoch" | "evaluation"
 CAT_STEP_GROUP = "gpudiag.steps"  # steps outside windows, aggregated
+CAT_COMPILE = "gpudiag.compile"  # a trace or compilation of the step (compiles.py)
 HOST_PID = 1
 DEVICE_PID_BASE = 100
 MAX_FINDINGS = 1000  # recorded findings and metadata updates kept per file
@@ -172,6 +174,7 @@ class TimelineBuilder:
         self.findings: list[RecordedFinding] = []
         self.pipeline: dict[str, Any] = {}
         self.meta_updates: list[dict[str, Any]] = []
+        self.compiles = Compiles()
 
     def add_step(
         self,
@@ -238,6 +241,17 @@ class TimelineBuilder:
                 self.spans.add(str(ev.get("name")), ts, end)
             elif cat == CAT_WINDOW:
                 self.spans.add("profile window", ts, end)
+            elif cat == CAT_COMPILE:
+                self.compiles.add(
+                    CompileEvent(
+                        ts,
+                        end,
+                        str(ev.get("name", "")),
+                        str(args.get("kind", "compile")),
+                        str(args.get("source", "")),
+                        shapes_from(args.get("shapes")),
+                    )
+                )
         elif ph == "C":
             ts = _num(ev["ts"])
             for source, value in (ev.get("args") or {}).items():
@@ -275,6 +289,7 @@ class TimelineBuilder:
             return (*sink.arrays(), *(sink.column(i) for i in range(len(sink.columns))))
 
         tl.findings.extend(self.findings)
+        tl.compiles.extend(self.compiles)
         tl.pipeline.update(self.pipeline)
         for args in self.meta_updates:
             _update_meta(tl.meta, args)

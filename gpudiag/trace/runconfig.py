@@ -31,6 +31,7 @@ class RunConfig:
     decode_loop: bool | None = None  # inference that generates token by token (KV cache)
     stopped_early: bool | None = None  # crashed, interrupted or cut short: a partial run
     jit_compile: bool | None = None  # XLA compilation of the step
+    run_eagerly: bool | None = None  # Keras runs the step op by op (compile(run_eagerly=True))
     steps_per_execution: int | None = None
     precision: str | None = None  # dtype policy: float32 | mixed_float16 | mixed_bfloat16 ...
     compute_capability: float | None = None  # the GPU's, e.g. 7.5 (Tensor Cores from 7.0)

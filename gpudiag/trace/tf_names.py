@@ -23,6 +23,7 @@ from gpudiag.trace.chrome import ChromeDoc
 from gpudiag.trace.comm import classify, is_copy
 from gpudiag.trace.facts import is_inference_name, is_training_name
 from gpudiag.trace.steps_infer import is_marker
+from gpudiag.trace.tf_host_work import is_host_work
 from gpudiag.trace.timeline import Kind
 
 DEVICE_RE = re.compile(r"^/device:(GPU|TPU|CPU):(\d+)")
@@ -120,7 +121,7 @@ def lane(doc: ChromeDoc, pid: Any, tid: Any) -> Lane:
 
 
 # what a host event's name makes it, whatever its thread
-OTHER, INPUT, STEP, STEP_FUNCTION, KERAS_NEXT = range(5)
+OTHER, INPUT, STEP, STEP_FUNCTION, KERAS_NEXT, HOST_WORK = range(6)
 
 # Keras 3's data adapters as the Python tracer names their frames ("$array_data_adapter.py:251
 # slice_and_convert_to_jax"): which input the user gave fit (RunConfig.input_kind)
@@ -173,6 +174,8 @@ def classified(name: str) -> NameInfo:
         kind = STEP_FUNCTION
     elif name == "$builtins next" or (name.startswith("$") and is_keras_adapter(name)):
         kind = KERAS_NEXT  # JAX / torch backends: Keras pulls each batch in Python
+    elif is_host_work(name):
+        kind = HOST_WORK  # a compilation or an op run eagerly (tf_host_work.py)
     else:
         kind = OTHER
     return (

@@ -42,8 +42,10 @@ from gpudiag.trace.sink import (
 )
 from gpudiag.trace.steps_infer import ensure_steps
 from gpudiag.trace.tf_devices import add_cpu_replicas, device_order, split_by_device
+from gpudiag.trace.tf_host_work import HostWork
 from gpudiag.trace.tf_names import (
     COLL_OPS,
+    HOST_WORK,
     INPUT,
     JAX_MODULE_PREFIXES,
     KERAS_NEXT,
@@ -131,6 +133,7 @@ class _Gathered:
         self.pipeline: dict[str, Any] = {}
         self.stages = PipelineStages()
         self.facts = RunFacts()
+        self.work = HostWork(budget.sink())  # compilations, eager ops
         self.jax_seen = False
         self.keras_seen = False
 
@@ -264,6 +267,8 @@ def _gather(doc: ChromeDoc, g: _Gathered, live: bool) -> None:
             g.marker_steps.add(ts, end, step)
         elif what == STEP_FUNCTION:
             g.func_steps.add(ts, end)
+        elif what == HOST_WORK:
+            g.work.add(name, ts, end)
         elif role == TF_COMPUTE:
             args = ev.get("args")
             long_name = args.get("long_name") if isinstance(args, dict) else None
@@ -316,6 +321,8 @@ def _build(g: _Gathered, meta: Metadata) -> list[Timeline]:
         if g.host_budget.cut:  # known only up to there
             meta.extra["host_activity_until_us"] = g.host_budget.cutoff
     stream_devices = {d for d, _ in g.dev.sinks}
+    steps = len(g.marker_steps) or len(g.func_steps)
+    g.work.into(base, g.cpu_ops, steps, cpu_only=not g.dev and not g.xla)
     if not g.dev and not g.xla and (g.cpu_ops or len(g.cpu_shards)):
         meta.device_type = "CPU"
         add_cpu_replicas(base, g.cpu_ops, g.cpu_shards, g.cpu_coll)

@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from gpudiag.trace.compiles import Compiles
 from gpudiag.trace.intervals import Intervals as Intervals  # re-exported: readers and
 from gpudiag.trace.intervals import subtract as subtract  # analyzers import these from here
 from gpudiag.trace.intervals import union_many as union_many
@@ -234,6 +235,8 @@ class Timeline:
     # named host spans (µs): "epoch", "evaluation", "profile window"
     spans: dict[str, list[tuple[float, float]]] = field(default_factory=dict)
     step_buckets: StepBuckets = field(default_factory=StepBuckets)
+    # traces and compilations of the step (compiles.py): when, of what, for which shapes
+    compiles: Compiles = field(default_factory=Compiles)
 
     # ---- building (readers) -------------------------------------------------------------
     def add_steps(

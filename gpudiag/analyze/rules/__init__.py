@@ -50,6 +50,8 @@ from gpudiag.analyze.rules import (
     no_prefetch,
     partial_last_batch,
     python_generator,
+    recompilation,
+    run_eagerly,
     sequential_map,
     slow_source,
     small_batch,
@@ -107,6 +109,8 @@ class RunRule(Protocol):
 RANK_RULES: tuple[RankRule | LintRule, ...] = (
     batch_not_multiple_of_replicas,
     partial_last_batch,
+    recompilation,
+    run_eagerly,
     cpu_contention,
     python_generator,
     sequential_map,

@@ -149,6 +149,8 @@ def _steps_per_execution(
         return Option(key, None, f"already in place ({cfg.steps_per_execution})")
     if cfg.framework not in host_overhead.KERAS:
         return Option(key, None, f"a Keras option; this is a {cfg.framework or 'non-Keras'} run")
+    if cfg.run_eagerly:
+        return Option(key, None, "the step runs eagerly: compile it first (run-eagerly)")
     if host_overhead.ID in elsewhere:
         return Option(key, None, "offered by host-overhead")
     other = shares["other"]

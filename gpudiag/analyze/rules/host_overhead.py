@@ -53,6 +53,9 @@ def detect(ev: RankEvidence) -> Finding | None:
         return None
     if cfg.python_ops or cfg.input_kind in ("generator", "pydataset"):
         return None  # host time there is mostly Keras waiting on the Python input
+    if cfg.run_eagerly:
+        return None  # op-by-op dispatch, which run-eagerly names: several steps per call
+        # of an uncompiled step dispatch the same ops
     step_ms = b.step_time_us / 1000.0
     other = b.shares["other"]
     if step_ms >= SHORT_STEP_MS or other < OVERHEAD_SHARE:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
+from gpudiag.record.compile_watch import CompileWatch, Emit
 from gpudiag.record.rank_info import RankInfo
 from gpudiag.trace.timeline import Timeline
 
@@ -91,6 +92,11 @@ class RecordBackend:
 
     def rank_info(self, model: Any) -> RankInfo | None:
         """This process's rank from the backend's own distribution layer (None: unknown)."""
+        return None
+
+    def compile_watch(self, model: Any, emit: Emit) -> CompileWatch | None:
+        """What counts the step's compilations during fit, writing each to ``emit``
+        (``record/compile_watch.py``); None where the backend compiles nothing."""
         return None
 
     def profile_off_reason(self, multi_worker: bool) -> str | None:

@@ -10,6 +10,7 @@ from typing import Any
 
 from gpudiag.record.backends.base import STEP_MARKER, ProfilerSession, RecordBackend
 from gpudiag.record.backends.xspace import decode_xspace
+from gpudiag.record.compile_watch import CompileWatch, Emit
 from gpudiag.record.rank_info import RankInfo
 from gpudiag.trace.timeline import Timeline
 
@@ -73,6 +74,13 @@ class JaxBackend(RecordBackend):
 
     def decode(self, logdir: str) -> tuple[Timeline | None, str | None]:
         return decode_xspace(logdir)
+
+    def compile_watch(self, model: Any, emit: Emit) -> CompileWatch | None:
+        """Every jit trace, lowering and compilation (jitted step or, run eagerly, each
+        primitive), from jax.monitoring."""
+        from gpudiag.record.compile_jax import JaxCompileWatch
+
+        return JaxCompileWatch(emit)
 
     def rank_info(self, model: Any) -> RankInfo | None:
         jax = sys.modules.get("jax")

@@ -17,6 +17,7 @@ from typing import Any
 
 from gpudiag.record.backends.base import STEP_MARKER, ProfilerSession, RecordBackend
 from gpudiag.record.backends.xspace import decode_xspace
+from gpudiag.record.compile_watch import CompileWatch, Emit
 from gpudiag.record.rank_info import RankInfo, from_tf_cluster
 from gpudiag.trace.timeline import Timeline
 
@@ -55,6 +56,15 @@ class TensorFlowBackend(RecordBackend):
 
     def decode(self, logdir: str) -> tuple[Timeline | None, str | None]:
         return decode_xspace(logdir)
+
+    def compile_watch(self, model: Any, emit: Emit) -> CompileWatch | None:
+        """The train function's traces; under jit_compile, XLA's compilations by their
+        call time. Run eagerly nothing is traced."""
+        if model is None or getattr(model, "run_eagerly", False):
+            return None
+        from gpudiag.record.compile_tf import TfCompileWatch
+
+        return TfCompileWatch(emit, model, jit=bool(getattr(model, "jit_compile", False)))
 
     def user_profiler_running(self) -> str:
         mod = sys.modules.get("tensorflow.python.profiler.profiler_v2")

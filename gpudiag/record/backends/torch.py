@@ -15,6 +15,7 @@ import sys
 from typing import Any
 
 from gpudiag.record.backends.base import ProfilerSession, RecordBackend
+from gpudiag.record.compile_watch import CompileWatch, Emit
 from gpudiag.record.rank_info import RankInfo
 from gpudiag.trace.timeline import Timeline
 
@@ -73,6 +74,15 @@ class TorchBackend(RecordBackend):
         if not tl.has_device_activity() and torch is not None and not torch.cuda.is_available():
             add_cpu_ops(tl, files[0])
         return tl, None
+
+    def compile_watch(self, model: Any, emit: Emit) -> CompileWatch | None:
+        """torch.compile's graphs where Keras compiles the step (jit_compile=True);
+        otherwise Keras runs torch eagerly and nothing compiles."""
+        if model is None or not getattr(model, "jit_compile", False):
+            return None
+        from gpudiag.record.compile_torch import TorchCompileWatch
+
+        return TorchCompileWatch(emit)
 
     def user_profiler_running(self) -> str:
         import torch.autograd.profiler as ap
