@@ -1,16 +1,20 @@
 """GPU truth: DiagnoseCallback, the NVML/GPM samplers and the remedies' gains on a real GPU.
 
 Keras 3 on the JAX backend (the GPU machine has JAX, no TensorFlow). Each run is a fresh
-process (one backend, clean device memory). Four workloads, each diagnosed, then timed before
-and after the remedy its diagnosis puts first:
+process (``benchmarks/gpu_workloads.py``: one backend, clean device memory). Each workload is
+diagnosed by ``DiagnoseCallback``, then timed without gpudiag before and after the remedy the
+diagnosis put first, applied as a user would (``apply``); where that remedy has no
+programmatic form the run says so and times the workload's expected remedy instead:
 
-- ``starved``: a ``PyDataset`` doing ~10 ms of pure-Python work per batch in the main process,
-  a small MLP (the GPU waits for input). Remedy applied: worker processes.
-- ``conv``: a convolutional net on in-memory arrays, float32 (compute). Remedy applied:
+- ``conv``: a convolutional net on in-memory arrays, float32 (XLA's TF32). Expected remedy:
   ``mixed_bfloat16``. Also run at JAX's ``highest`` matmul precision (true FP32, no TF32), so
   GPM's tensor-pipe activity can be checked against what each precision must show.
-- ``tiny``: a 32→64→1 MLP at batch 32 (per-step fixed cost). Remedies applied:
-  ``steps_per_execution=8`` and a 4× batch.
+- ``starved_long``: a ``PyDataset`` doing ~5 ms of pure Python per batch in the main process
+  (150 batches an epoch), a small MLP; ``starved``: the same over 40-batch epochs, where the
+  worker pool Keras starts again each epoch costs more than it buys.
+- ``tiny``: a 32→64→1 MLP on arrays at batch 32 (per-step fixed cost).
+- ``varlen``: a text classifier fed batches padded to their own length (recompilation).
+- ``eager``: the tiny MLP compiled with ``run_eagerly=True``.
 
 Throughput is samples over wall time of the epochs after the first (compilation and warm-up
 stay in epoch 1), the figure a user sees; every run also records ``peak_bytes_in_use``.
@@ -19,10 +23,10 @@ every 0.25 s (an NVML replay fixture: utilisation samples, memory, power, clocks
 ``nvidia-smi`` at the same moments, for the sampler-vs-nvidia-smi check.
 
     python benchmarks/gpu_truth.py --out DIR            # the GPU run (about 4 minutes on an H100)
-    python benchmarks/gpu_truth.py --out DIR --small    # the same flow on a CPU, in seconds
+    python benchmarks/gpu_truth.py --out DIR --small    # the same flow on a CPU
 
-Writes ``DIR/results.json`` (every run: diagnosis, throughput, memory), ``DIR/nvml_replay.json``,
-``DIR/smi_pairs.json``, and each diagnosed run's trace and profiler directory under ``DIR/runs``.
+Writes ``DIR/results.json`` (every run: diagnosis, throughput, memory, the remedy applied),
+``DIR/nvml_replay.json``, ``DIR/smi_pairs.json``, and archives of the traces and profiles.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -38,159 +43,10 @@ import time
 from typing import Any
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+WORKLOADS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "gpu_workloads.py")
 
-# per workload: (steps per epoch, epochs, batch) at full size; --small divides the steps
-SIZES = {"starved": (40, 3, 64), "conv": (30, 3, 128), "tiny": (200, 3, 32)}
-PY_WORK_ITERS = 60_000  # pure-Python loop per batch: ~10 ms on one core, holds the GIL
-
-
-# ---- the child: one training run ----------------------------------------------------------
-def _py_work() -> int:
-    acc = 0
-    for i in range(PY_WORK_ITERS):
-        acc += i * i
-    return acc
-
-
-def build(
-    workload: str, variant: dict[str, Any], small: bool
-) -> tuple[Any, dict[str, Any], int, int]:
-    """The model, the fit arguments, the batch and the steps per epoch of one run."""
-    import keras
-    import numpy as np
-
-    steps, epochs, batch = SIZES[workload]
-    if small:
-        steps = max(6, steps // 5)
-    batch *= int(variant.get("batch_mult", 1))
-    if variant.get("precision"):
-        keras.mixed_precision.set_global_policy(variant["precision"])
-    rng = np.random.default_rng(0)
-    spe = int(variant.get("spe", 1))
-    if workload == "starved":
-        x = rng.random((batch, 256), dtype=np.float32)
-        y = rng.integers(0, 10, batch)
-        workers = int(variant.get("workers", 1))
-
-        class SlowBatches(keras.utils.PyDataset):
-            def __init__(self) -> None:
-                super().__init__(workers=workers, use_multiprocessing=workers > 1)
-
-            def __len__(self) -> int:
-                return steps
-
-            def __getitem__(self, i: int) -> tuple[Any, Any]:
-                _py_work()
-                return x, y
-
-        data: Any = SlowBatches()
-        model = keras.Sequential(
-            [
-                keras.Input((256,)),
-                keras.layers.Dense(1024, activation="relu"),
-                keras.layers.Dense(1024, activation="relu"),
-                keras.layers.Dense(10),
-            ]
-        )
-        fit: dict[str, Any] = {"x": data, "epochs": epochs}
-    elif workload == "conv":
-        size = 32 if small else 64
-        n = steps * batch
-        x = rng.random((n, size, size, 3), dtype=np.float32)
-        y = rng.integers(0, 10, n)
-        filters = 16 if small else 128
-        model = keras.Sequential(
-            [
-                keras.Input((size, size, 3)),
-                keras.layers.Conv2D(filters, 3, padding="same", activation="relu"),
-                keras.layers.Conv2D(filters, 3, padding="same", activation="relu"),
-                keras.layers.MaxPooling2D(),
-                keras.layers.Conv2D(2 * filters, 3, padding="same", activation="relu"),
-                keras.layers.Conv2D(2 * filters, 3, padding="same", activation="relu"),
-                keras.layers.GlobalAveragePooling2D(),
-                keras.layers.Dense(10, dtype="float32"),
-            ]
-        )
-        fit = {"x": x, "y": y, "batch_size": batch, "epochs": epochs}
-    else:  # tiny
-        n = steps * batch
-        x = rng.random((n, 32), dtype=np.float32)
-        y = rng.random((n, 1), dtype=np.float32)
-        model = keras.Sequential(
-            [keras.Input((32,)), keras.layers.Dense(64, activation="relu"), keras.layers.Dense(1)]
-        )
-        fit = {"x": x, "y": y, "batch_size": batch, "epochs": epochs}
-    loss: Any = "mse"
-    if workload != "tiny":
-        loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
-    model.compile("adam", loss, steps_per_execution=spe)
-    return model, fit, batch, steps
-
-
-def child(workload: str, variant: dict[str, Any], out_dir: str, small: bool) -> dict[str, Any]:
-    import jax
-
-    if variant.get("matmul_precision"):
-        jax.config.update("jax_default_matmul_precision", variant["matmul_precision"])
-    import keras
-
-    model, fit, batch, steps = build(workload, variant, small)
-    epoch_t: list[tuple[float, float]] = []
-    begin: list[float] = []
-
-    class EpochClock(keras.callbacks.Callback):
-        def on_epoch_begin(self, epoch: int, logs: Any = None) -> None:
-            begin.append(time.perf_counter())
-
-        def on_epoch_end(self, epoch: int, logs: Any = None) -> None:
-            epoch_t.append((begin[-1], time.perf_counter()))
-
-    callbacks: list[Any] = [EpochClock()]
-    cb = None
-    if variant.get("diagnose"):
-        from gpudiag import DiagnoseCallback
-
-        cb = DiagnoseCallback(
-            trace_path=os.path.join(out_dir, "trace.json"),
-            dataset=fit["x"] if workload == "starved" else None,
-            profile_dir=os.path.join(out_dir, "profile"),
-            quiet=True,
-        )
-        callbacks.append(cb)
-    t0 = time.perf_counter()
-    model.fit(verbose=0, callbacks=callbacks, **fit)
-    wall = time.perf_counter() - t0
-    steady = epoch_t[1:]
-    steady_s = sum(b - a for a, b in steady)
-    samples = len(steady) * steps * batch
-    out: dict[str, Any] = {
-        "workload": workload,
-        "variant": {k: v for k, v in variant.items() if k != "diagnose"},
-        "batch": batch,
-        "epoch_s": [round(b - a, 4) for a, b in epoch_t],
-        "fit_s": round(wall, 3),
-        "samples_per_s": samples / steady_s if steady_s > 0 else None,
-        "params": int(model.count_params()),
-        "device": str(jax.devices()[0].device_kind),
-        "platform": jax.devices()[0].platform,
-        "jax": jax.__version__,
-        "keras": keras.__version__,
-    }
-    try:
-        stats = jax.devices()[0].memory_stats() or {}
-        out["memory"] = {
-            k: int(v)
-            for k, v in stats.items()
-            if k in ("peak_bytes_in_use", "bytes_in_use", "bytes_limit", "largest_alloc_size")
-        }
-    except Exception as exc:  # CPU devices have no memory_stats
-        out["memory"] = {"error": f"{type(exc).__name__}: {exc}"}
-    if cb is not None:
-        d = cb.diagnosis
-        out["diagnosis"] = d.to_dict() if d is not None else None
-        out["overhead"] = dict(cb.overhead)
-        out["windows_taken"] = list(cb.windows_taken)
-    return out
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from gpu_workloads import FIXED_LEN  # noqa: E402
 
 
 # ---- the parent: GPU readers beside the runs ------------------------------------------------
@@ -295,24 +151,42 @@ class GpuWatch:
         return fixture
 
 
-# In order of what matters most, so a run cut short by --budget keeps the essentials. Gains
-# are timed on runs without gpudiag (before and after alike); the diagnosed runs give the
-# verdict, the remedies, the traces and the GPM readings.
+# (workload, the remedy expected to help). Each workload is diagnosed, timed plain, then
+# timed with the remedy its diagnosis put first (or the expected one where that has no
+# programmatic form). In order of what matters most, so a run cut short by --budget keeps the
+# essentials.
 PLAN: list[tuple[str, dict[str, Any]]] = [
-    ("conv", {"diagnose": True}),
-    ("conv", {}),
     ("conv", {"precision": "mixed_bfloat16"}),
-    ("conv", {"precision": "mixed_bfloat16", "diagnose": True}),
-    ("starved", {"diagnose": True}),
-    ("starved", {}),
-    ("starved", {"workers": 8}),
-    ("tiny", {"diagnose": True}),
-    ("tiny", {}),
-    ("tiny", {"spe": 8}),
+    ("starved_long", {"workers": 8}),
     ("tiny", {"batch_mult": 4}),
-    ("conv", {"matmul_precision": "highest", "diagnose": True}),
-    ("starved", {"workers": 8, "diagnose": True}),
+    ("varlen", {"fixed_len": FIXED_LEN}),
+    ("eager", {"run_eagerly": False}),
+    ("starved", {"workers": 8}),
 ]
+EXTRA: list[tuple[str, dict[str, Any]]] = [
+    ("conv", {"precision": "mixed_bfloat16", "diagnose": True}),  # GPM under bf16
+    ("conv", {"matmul_precision": "highest", "diagnose": True}),  # GPM without TF32
+]
+
+
+def apply(title: str) -> dict[str, Any] | None:
+    """The variant a user gets by following a suggestion; None = no programmatic form."""
+    t = title.lower()
+    if "mixed precision" in t or t.startswith("compute in bfloat16"):
+        return {"precision": "mixed_bfloat16"}
+    if t.startswith("run the python input in"):
+        return {"workers": int(t.split(" in ")[1].split()[0])}
+    if "bigger batch" in t:
+        factor = re.search(r"(\d+)\s*[x×] bigger", t)
+        return {"batch_mult": int(factor.group(1)) if factor else 2}
+    if "steps per execution" in t:
+        return {"spe": 8}
+    if t.startswith("pad every batch") or t.startswith("bucket the sequence"):
+        length = re.search(r"(\d+)\D*$", t) if t.startswith("pad") else None
+        return {"fixed_len": int(length.group(1)) if length else FIXED_LEN}
+    if "run_eagerly=false" in t:
+        return {"run_eagerly": False}
+    return None
 
 
 def run_name(workload: str, variant: dict[str, Any]) -> str:
@@ -334,7 +208,7 @@ def pack(out: str) -> None:
                 path = os.path.join(runs, name, f)
                 if os.path.exists(path):
                     tar.add(path, arcname=f"{name}/{f}")
-    for workload in SIZES:
+    for workload in ("conv", "starved", "tiny", "varlen"):
         with tarfile.open(os.path.join(out, f"profiles_{workload}.tar.gz"), "w:gz") as tar:
             for name in sorted(os.listdir(runs)):
                 prof = os.path.join(runs, name, "profile", "plugins", "profile")
@@ -355,43 +229,55 @@ def parent(out: str, small: bool, timeout: float, budget: float) -> int:
     results: list[dict[str, Any]] = []
     env = dict(os.environ, KERAS_BACKEND="jax", PYTHONUNBUFFERED="1")
     env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
-    for workload, variant in PLAN:
+
+    def run(workload: str, variant: dict[str, Any], note: str = "") -> dict[str, Any]:
         name = run_name(workload, variant)
-        if time.time() - started > budget:
-            print(f"{name:40s} skipped: the {budget:g} s budget is spent", flush=True)
-            continue
         run_dir = os.path.join(out, "runs", name)
         os.makedirs(run_dir, exist_ok=True)
         watch.mark(name)
-        cmd = [sys.executable, os.path.abspath(__file__), "--child", workload, json.dumps(variant)]
-        cmd += ["--out", run_dir] + (["--small"] if small else [])
+        cmd = [sys.executable, WORKLOADS, workload, json.dumps(variant), run_dir]
+        cmd += ["--small"] if small else []
         t0 = time.time()
         try:
             r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
-            res = next(
-                (
-                    json.loads(x[7:])
-                    for x in reversed(r.stdout.splitlines())
-                    if x.startswith("RESULT ")
-                ),
-                {"error": f"rc {r.returncode}: {r.stderr.strip()[-600:]}"},
+            lines = [x for x in r.stdout.splitlines() if x.startswith("RESULT ")]
+            res = (
+                json.loads(lines[-1][7:])
+                if lines
+                else {"error": f"rc {r.returncode}: {r.stderr.strip()[-600:]}"}
             )
             with open(os.path.join(run_dir, "stderr.txt"), "w") as f:
                 f.write(r.stderr[-20000:])
         except subprocess.TimeoutExpired:
             res = {"error": f"timed out after {timeout:g} s"}
-        res["name"], res["run_s"] = name, round(time.time() - t0, 2)
+        res["name"], res["run_s"], res["note"] = name, round(time.time() - t0, 2), note
         results.append(res)
         d = res.get("diagnosis") or {}
         top = (d.get("suggestions") or [{}])[0]
         print(
             f"{name:40s} {res.get('samples_per_s') or 0:10.0f} samples/s  "
             f"{d.get('verdict', '-'):14s} top: {top.get('title', '-')[:50]} "
-            f"{top.get('expected_gain', '')}  {res.get('error', '')[:200]}",
+            f"{top.get('expected_gain', '')} {note} {res.get('error', '')[:200]}",
             flush=True,
         )
         with open(os.path.join(out, "results.json"), "w") as f:
             json.dump(results, f, indent=1)
+        return res
+
+    for workload, expected in PLAN + EXTRA:
+        if time.time() - started > budget:
+            print(f"{workload:40s} skipped: the {budget:g} s budget is spent", flush=True)
+            continue
+        if expected.get("diagnose"):
+            run(workload, expected)
+            continue
+        diag = run(workload, {"diagnose": True}).get("diagnosis") or {}
+        run(workload, {})
+        sugs = diag.get("suggestions") or []
+        top = sugs[0]["title"] if sugs else ""
+        variant = apply(top) if top else None
+        note = f"top remedy: {top!r}" if variant else f"top remedy {top!r} not applicable"
+        run(workload, variant or expected, note)
     fixture = watch.stop()
     with open(os.path.join(out, "nvml_replay.json"), "w") as f:
         json.dump(fixture, f)
@@ -412,13 +298,7 @@ def main() -> int:
     p.add_argument("--small", action="store_true")
     p.add_argument("--timeout", type=float, default=90.0, help="seconds per run")
     p.add_argument("--budget", type=float, default=300.0, help="no run starts after this")
-    p.add_argument("--child", nargs=2, metavar=("WORKLOAD", "VARIANT"))
     a = p.parse_args()
-    if a.child:
-        os.environ.setdefault("KERAS_BACKEND", "jax")
-        res = child(a.child[0], json.loads(a.child[1]), a.out, a.small)
-        print("RESULT " + json.dumps(res), flush=True)
-        os._exit(0)
     return parent(a.out, a.small, a.timeout, a.budget)
 
 
