@@ -132,3 +132,24 @@ def test_gpm_counters_are_in_the_callbacks_trace():
     (tl,) = load_file(str(H100 / "conv_bf16.gpudiag.json.gz"))
     names = {c.name for c in tl.counters}
     assert {"gpm_sm_active", "gpm_tensor_active", "gpu_util", "gpu_power"} <= names
+
+
+def test_memory_read_with_the_v2_query_matches_nvidia_smi():
+    """The second H100 recording, with the session reading NVML's v2 memory query."""
+    with gzip.open(H100 / "r2_smi_pairs.json.gz", "rt") as f:
+        pairs = json.load(f)
+    diffs = [float(p["smi"]["memory.used"]) - p["gpudiag"]["mem_used_mib"] for p in pairs]
+    # within a few MiB (the two reads are a few ms apart), where v1 read 480 MiB more
+    assert len(diffs) > 150 and max(abs(d) for d in diffs) < 5.0
+
+
+def test_the_window_no_longer_blocks_the_device_on_a_gpu():
+    """Profiled without a block per step, the conv net's steps run back to back on the
+    device: its first window reads compute, not the 38% input wait the blocking window
+    made of Keras's slicing (sample_traces/h100_keras_jax/README.md)."""
+    before = diagnose(load_file(str(H100 / "conv_tf32.xplane.pb")))
+    after = diagnose(load_file(str(H100 / "r2_conv_tf32.xplane.pb")))
+    assert before.breakdown["input"] > 0.3
+    assert after.breakdown["input"] < before.breakdown["input"] / 2
+    assert after.breakdown["compute"] > before.breakdown["compute"]
+    assert after.suggestions[0].title == "Use mixed precision (bfloat16)"

@@ -109,13 +109,15 @@ def test_pad_and_bucket_for_lengths_gain_bounded_by_the_compile_time_removed():
         "Bucket the sequence lengths to 4 sizes",
         "Pad every batch to one length 120",
     ]
-    fit, late = f.evidence["fit_s"], f.evidence["recompile_s"]
-    bound = fit / (fit - late)
+    fit, total, n = (f.evidence[k] for k in ("fit_s", "compile_s", "compilations"))
+    bound = fit / (fit - (total - total / n))  # every compilation but one goes, at most
     for sug in s[:2]:
         assert sug.expected_gain_range[-1] <= round(bound, 2) + 0.01
-        assert sug.expected_gain <= sug.expected_gain_range[-1]
+        assert sug.expected_gain <= sug.expected_gain_range[-1] + 0.01
     pad = s[1]
-    assert pad.expected_gain < bound  # the padded steps compute more
+    assert pad.expected_gain == pytest.approx(bound, abs=0.01)  # launch-bound: padding free
+    computing = rule.advise(f, situation({"framework": "jax"}, compute=0.8))
+    assert computing[1].expected_gain < bound - 0.1  # the padded steps compute more
     assert "__getitem__" in pad.detail
     tfdata = rule.advise(f, situation({"framework": "tensorflow", "input_kind": "tf.data"}))
     assert "padded_batch" in " ".join(x.detail for x in tfdata)
