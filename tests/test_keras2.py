@@ -29,9 +29,9 @@ MACHINE = {"cpu-contention", "cpu-saturated", "gil-pressure"}
 # pre-fit findings of the uneven run: printed before fit is called
 PREFIT = {"batch-not-multiple-of-replicas", "partial-last-batch"}
 
-PYTHONS = [sys.executable]
+PYTHONS = [pytest.param(sys.executable, id="this-python")]
 if os.environ.get("KERAS2_PYTHON"):
-    PYTHONS.append(os.environ["KERAS2_PYTHON"])
+    PYTHONS.append(pytest.param(os.environ["KERAS2_PYTHON"], id="KERAS2_PYTHON"))
 
 
 def run(name: str, tmp: Path, generation: int = 2, python: str = sys.executable) -> dict:
