@@ -335,7 +335,7 @@ class DiagnoseCallback(Keras2Hooks, keras.callbacks.Callback):
             params=params,
             batchnorm=has_bn,
         )
-        config.update(gen.compile_options(model))
+        config.update(gen.config_fields(model))
         if config != self.prefit.config or not self.prefit.config.to_dict():
             self.prefit = judge(config)
         self.config = self.prefit.config

@@ -9,7 +9,7 @@ here by one adapter per generation, as ``record/backends/`` answers per backend:
     gen = generation_of(model)             # from the package the model's class comes from
     gen.problem(model)                     # None, or one line: why this fit is not recorded
     backend = gen.backend()                # Keras 2: TensorFlow, whose fit marks steps itself
-    gen.compile_options(model)             # RunConfig fields Keras 2 keeps in other forms
+    gen.config_fields(model)               # RunConfig fields Keras 2 keeps in other forms
     gen.steps_per_execution(model)         # batches per train-function call
     gen.header()                           # {"keras": "2.21.0", "keras_package": "tf_keras"}
 
@@ -74,7 +74,7 @@ class Keras3:
         """Why this fit cannot be recorded (one line), or None."""
         return None
 
-    def compile_options(self, model: Any) -> dict[str, Any]:
+    def config_fields(self, model: Any) -> dict[str, Any]:
         """RunConfig fields read in this generation's own way (``record/lint.py`` reads the
         rest from the model's attributes, as Keras 3 names them)."""
         return {}
@@ -121,8 +121,8 @@ class Keras2(Keras3):
             )
         return None
 
-    def compile_options(self, model: Any) -> dict[str, Any]:
-        out: dict[str, Any] = {}
+    def config_fields(self, model: Any) -> dict[str, Any]:
+        out: dict[str, Any] = {"keras_generation": 2}  # the remedies name Keras 2's API
         if model is None or not getattr(model, "_is_compiled", False):
             return out
         out["steps_per_execution"] = self.steps_per_execution(model)

@@ -23,6 +23,9 @@ class RunConfig:
     # --- program ---------------------------------------------------------------------------
     framework: str | None = None  # tensorflow | jax | torch | pytorch
     api: str | None = None  # "keras" when a Keras model drove the run (any backend)
+    # 2: a Keras 2 fit (tf_keras, or tf.keras up to TF 2.15): the remedies name Keras 2's API
+    # (no PyDataset). Unset for Keras 3 fits and foreign traces.
+    keras_generation: int | None = None
     device_type: str | None = None  # GPU | CPU | TPU ...
     gpu_model: str | None = None  # "Tesla V100" (from the profile's device plane)
     training: bool | None = None  # False: an inference-only trace

@@ -55,6 +55,7 @@ from gpudiag.analyze.rules import (
     whole_batch_per_replica,
     xla_off,
 )
+from gpudiag.analyze.wording import in_fits_keras
 from gpudiag.trace.runconfig import RunConfig
 
 
@@ -209,7 +210,7 @@ def advise(findings: list[Finding], s: Situation) -> list[Suggestion]:
         rule = by_id.get(f.id)
         if rule is None:
             continue
-        for sug in rule.advise(f, s):
+        for sug in (in_fits_keras(x, s.config) for x in rule.advise(f, s)):
             if sug.title not in seen and _worth_showing(sug):
                 seen.add(sug.title)
                 out.append(sug)
