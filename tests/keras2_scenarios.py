@@ -131,6 +131,40 @@ def uneven_mirrored(trace: str) -> dict:
     return out
 
 
+def mirrored4(trace: str) -> dict:
+    """A parameter-heavy MLP with 2 samples per replica on 4 replicas (MirroredStrategy over
+    4 logical CPUs): the all-reduce of its gradients is most of each step."""
+    import numpy as np
+    import tensorflow as tf
+
+    from gpudiag import DiagnoseCallback
+
+    cpu = tf.config.list_physical_devices("CPU")[0]
+    tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 4)
+    strategy = tf.distribute.MirroredStrategy([f"/cpu:{i}" for i in range(4)])
+    rng = np.random.default_rng(0)
+    ds = (
+        tf.data.Dataset.from_tensor_slices(
+            (rng.random((320, 256), dtype=np.float32), rng.random((320, 1), dtype=np.float32))
+        )
+        .batch(8, drop_remainder=True)
+        .cache()
+        .prefetch(tf.data.AUTOTUNE)
+    )
+    with strategy.scope():
+        m = tf.keras.Sequential(
+            [
+                tf.keras.layers.Dense(1024, activation="relu", input_shape=(256,)),
+                tf.keras.layers.Dense(1024, activation="relu"),
+                tf.keras.layers.Dense(1),
+            ]
+        )
+        m.compile(tf.keras.optimizers.SGD(0.01), "mse")
+    cb = DiagnoseCallback(trace_path=trace, dataset=ds, quiet=True)
+    m.fit(ds, epochs=1, verbose=0, callbacks=[cb])
+    return _result(cb, m)
+
+
 def same_loss(trace: str) -> dict:
     """The same seeded model and data fit twice, without and with the callback (a profiler
     window included): the losses of every epoch, both ways."""
@@ -197,7 +231,8 @@ def _result(cb, model) -> dict:
 
 
 SCENARIOS = {
-    f.__name__: f for f in (python_map, steps_per_execution, uneven_mirrored, same_loss, graph_mode)
+    f.__name__: f
+    for f in (python_map, steps_per_execution, uneven_mirrored, mirrored4, same_loss, graph_mode)
 }
 
 if __name__ == "__main__":

@@ -115,6 +115,26 @@ def test_a_keras_that_is_not_recorded_is_named_in_one_line():
     assert generation_of(object()).problem(object()) is None  # no Keras model: as before
 
 
+def test_a_keras_that_is_not_recorded_is_said_once_and_nothing_is_recorded(capfd, tmp_path):
+    import numpy as np
+
+    from gpudiag import DiagnoseCallback
+
+    legacy = type("Model", (), {"__module__": "tensorflow.python.keras.engine.training"})()
+    trace = tmp_path / "t.json"
+    cb = DiagnoseCallback(trace_path=str(trace), dataset=np.zeros((4, 2)), model=legacy)
+    said = capfd.readouterr().err
+    assert said.count("gpudiag:") == 1 and "recording off" in said  # when it is made
+    cb.set_model(legacy)
+    cb.on_train_begin()
+    for step in range(3):
+        cb.on_train_batch_begin(step)
+    cb.on_epoch_end(0)
+    cb.on_train_end()
+    assert "gpudiag" not in capfd.readouterr().err  # not again at on_train_begin
+    assert cb.diagnosis is None and cb._session is None and not trace.exists()
+
+
 def test_keras_2_under_a_parameter_server_strategy_is_not_recorded():
     require("tf_keras", "Keras 2 fits are tested on tf_keras")
     coordinated = SimpleNamespace(

@@ -9,7 +9,7 @@ here by one adapter per generation, as ``record/backends/`` answers per backend:
     gen = generation_of(model)             # from the package the model's class comes from
     gen.problem(model)                     # None, or one line: why this fit is not recorded
     backend = gen.backend()                # Keras 2: TensorFlow, whose fit marks steps itself
-    gen.config_fields(model)               # RunConfig fields Keras 2 keeps in other forms
+    gen.config_fields(model)               # RunConfig fields read this generation's way
     gen.steps_per_execution(model)         # batches per train-function call
     gen.header()                           # {"keras": "2.21.0", "keras_package": "tf_keras"}
 
