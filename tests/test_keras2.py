@@ -229,6 +229,20 @@ def test_an_uneven_batch_on_two_replicas_is_warned_of_before_fit(tmp_path):
 
 
 @pytest.mark.train
+@pytest.mark.timeout(420)
+def test_four_replicas_with_a_tiny_batch_are_sync_bound_as_under_keras_3(tmp_path):
+    require("tf_keras", "Keras 2 fits are tested on tf_keras")
+    two = run("mirrored4", tmp_path, 2)
+    three = run("mirrored4", tmp_path, 3)
+    for d in (two["diagnosis"], three["diagnosis"]):
+        assert d["verdict"] == "sync-bound"
+        assert {"exposed-collectives", "small-model-multi-gpu"} <= ids(d)
+        assert len(d["devices"]) == 4  # one row per replica
+        assert d["config"]["replicas"] == 4 and d["steps"]["analyzed"] == 5
+    assert analyzed_again(two) == two["diagnosis"]
+
+
+@pytest.mark.train
 @pytest.mark.timeout(300)
 @pytest.mark.parametrize("python", PYTHONS)
 def test_a_keras_2_fit_trains_to_the_same_loss_with_the_callback(python, tmp_path):
