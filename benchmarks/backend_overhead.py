@@ -17,6 +17,8 @@ diagnosis). Ratio per round: arm / mean of the round's baselines; the headline i
 over rounds with the min..max spread and a bootstrap 90% interval.
 
     python benchmarks/backend_overhead.py [--backends tensorflow,jax,torch] [--rounds 8]
+
+``keras2`` in ``--backends`` runs the same model in Keras 2 (tf_keras, TensorFlow).
 """
 
 from __future__ import annotations
@@ -43,8 +45,12 @@ def bootstrap(ratios: list[float], n: int = 2000, seed: int = 0) -> tuple[float,
 
 
 def child(rounds: int, steps: int, batch: int) -> dict:
-    import keras
     import numpy as np
+
+    if os.environ.get("TF_USE_LEGACY_KERAS") == "1":
+        import tf_keras as keras  # Keras 2: the "keras2" entry of --backends
+    else:
+        import keras
 
     from gpudiag import DiagnoseCallback
 
@@ -79,6 +85,8 @@ def child(rounds: int, steps: int, batch: int) -> dict:
 
     order = random.Random(1)
     out: dict = {"backend": keras.backend.backend(), "keras": keras.__version__}
+    if keras.__version__.startswith("2."):
+        out["backend"] += " (Keras 2)"
     for k in ("wall", "cpu"):
         out[k] = {"A/A": [], **{a: [] for a in arms}}
         out[k + "_base_ms"] = []
@@ -130,7 +138,11 @@ def main() -> int:
     for backend in args.backends.split(","):
         r = subprocess.run(
             [sys.executable, __file__, "--child", *sys.argv[1:]],
-            env={**os.environ, "KERAS_BACKEND": backend},
+            env={
+                **os.environ,
+                "KERAS_BACKEND": "tensorflow" if backend == "keras2" else backend,
+                "TF_USE_LEGACY_KERAS": "1" if backend == "keras2" else "0",
+            },
             capture_output=True,
             text=True,
         )

@@ -11,9 +11,10 @@ show); ``record/`` itself holds only the recorders and imports nothing from ``sh
 The callback only holds its arguments and hooks of a few lines each: the pre-fit findings
 come from ``analyze/prefit.py``, one ``record.session.RecordingSession`` per fit records
 (writer, samplers, profiler windows, decode thread), ``record/watchdog.py`` notices a fit
-left by an exception, the Keras backend's differences live in ``record/backends/``, and
-``show/run_end.py`` shows the result. At the end the trace's summary is diagnosed by the
-same code as ``gpudiag analyze`` — so both always agree.
+left by an exception, the Keras backend's differences live in ``record/backends/`` and the
+Keras generation's (3 or 2) in ``record/generation.py``, and ``show/run_end.py`` shows the
+result. At the end the trace's summary is diagnosed by the same code as ``gpudiag analyze``
+— so both always agree.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from typing import Any
 import keras
 
 from gpudiag.analyze.prefit import PreFit, judge
-from gpudiag.record.backends import for_name
+from gpudiag.record.generation import Keras2Hooks, Keras3, generation_of
 from gpudiag.record.lint import InputFacts, describe_input, model_facts, run_config
 from gpudiag.record.profiler import plan_windows
 from gpudiag.record.ranks import RankInfo, default_trace_template, discover
@@ -66,7 +67,7 @@ def visible_gpu_indices() -> list[int] | None:
     return [int(p) for p in parts]
 
 
-class DiagnoseCallback(keras.callbacks.Callback):
+class DiagnoseCallback(Keras2Hooks, keras.callbacks.Callback):
     """Record a Keras run and print a diagnosis when it ends.
 
     Args:
@@ -102,6 +103,7 @@ class DiagnoseCallback(keras.callbacks.Callback):
     Per batch only ``on_train_batch_begin`` is overridden: overriding a batch-end hook would
     make Keras convert the logs on the training thread every batch, waiting for the device
     each step (docs/callback.md, "What happens when").
+    Keras 2's callback list asks for more than the hooks: ``Keras2Hooks`` (docs/callback.md).
     """
 
     def __init__(
@@ -153,8 +155,9 @@ class DiagnoseCallback(keras.callbacks.Callback):
             # TensorFlow can fail before fit calls any callback (an uneven global batch
             # fails while Keras builds the model): check what can be checked now.
             with contextlib.suppress(Exception):
-                backend = for_name(keras.backend.backend())
-                self._run_lints(model, backend.replicas(model)[0])
+                gen = generation_of(model)
+                if not self._refuses(gen, model):
+                    self._run_lints(model, gen.backend().replicas(model)[0], gen)
 
     @property
     def lint_findings(self) -> list[RecordedFinding]:
@@ -212,9 +215,12 @@ class DiagnoseCallback(keras.callbacks.Callback):
 
     # ---- begin ---------------------------------------------------------------------------
     def _begin(self) -> None:
-        backend = for_name(keras.backend.backend())
+        gen = generation_of(self.model)
+        if self._refuses(gen, self.model):
+            return
+        backend = gen.backend()
         replicas, devices = backend.replicas(self.model)
-        facts, params = self._run_lints(self.model, replicas)
+        facts, params = self._run_lints(self.model, replicas, gen)
         trained = devices or backend.default_devices()
         self.config.train_gpus = nvml_indices(trained, os.environ.get("CUDA_VISIBLE_DEVICES"))
         info = self.rank_info = discover(self.model, backend)
@@ -222,7 +228,7 @@ class DiagnoseCallback(keras.callbacks.Callback):
         extra: dict[str, Any] = {
             "cpu_count": self.config.cores,
             "params": params,
-            "keras": keras.__version__,
+            **gen.header(),
             "input": facts.kind,
         }
         if info.multi_worker:  # started_us tells apart two runs on one cluster
@@ -309,7 +315,14 @@ class DiagnoseCallback(keras.callbacks.Callback):
             gil_bursts=(GIL_BURST_S, GIL_PERIOD_S),
         )
 
-    def _run_lints(self, model: Any, replicas: int) -> tuple[InputFacts, int | None]:
+    def _refuses(self, gen: Keras3, model: Any) -> bool:
+        """Whether this fit's Keras cannot be recorded; says why, once."""
+        problem = gen.problem(model)
+        if problem:
+            self._say.once(problem)
+        return problem is not None
+
+    def _run_lints(self, model: Any, replicas: int, gen: Keras3) -> tuple[InputFacts, int | None]:
         """Judge the pre-fit findings of this configuration (once per configuration) and
         print those not printed before. Returns the input facts and the parameter count."""
         facts = describe_input(self.dataset) if self.dataset is not None else InputFacts()
@@ -318,14 +331,15 @@ class DiagnoseCallback(keras.callbacks.Callback):
             facts,
             model,
             replicas=replicas,
-            framework=keras.backend.backend(),
+            framework=gen.backend().name,
             params=params,
             batchnorm=has_bn,
         )
+        config.update(gen.config_fields(model))
         # the facts remedies are checked against (analyze/needs.py): Keras drives this loop
-        config.api, config.keras_version = "keras", str(keras.__version__)
+        config.api, config.keras_version = "keras", gen.version
         with contextlib.suppress(Exception):
-            config.strategy = for_name(keras.backend.backend()).strategy(model)
+            config.strategy = gen.backend().strategy(model)
         if config != self.prefit.config or not self.prefit.config.to_dict():
             self.prefit = judge(config)
         self.config = self.prefit.config

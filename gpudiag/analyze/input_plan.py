@@ -27,7 +27,7 @@ from gpudiag.analyze.needs import Needs, OneOf
 NEEDS = {
     "worker-processes": Needs(
         requires={"keras": OneOf(True)},
-        check={"keras": "that Keras's fit consumes this input (PyDataset is a Keras class)"},
+        check={"keras": "that Keras's fit consumes this input (the workers are a Keras feature)"},
     ),
     "array-pipeline": Needs(requires={"keras": OneOf(True)}),
     "bigger-batch": Needs(requires={"training": OneOf(True)}),

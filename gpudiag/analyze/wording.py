@@ -11,7 +11,30 @@ the framework has nothing to offer (JAX always compiles with XLA).
 
 from __future__ import annotations
 
+import re
+from dataclasses import replace
+
+from gpudiag.analyze.diagnosis import Suggestion
 from gpudiag.trace.runconfig import RunConfig
+
+# Keras 2 (tf_keras; tf.keras up to TensorFlow 2.15) has no PyDataset: Python input runs in a
+# keras.utils.Sequence whose workers are fit() arguments; the image data format is set in
+# keras.backend. The Keras 3 names in the remedies, as a Keras 2 fit spells them (in order).
+KERAS2_NAMES: tuple[tuple[re.Pattern[str], str], ...] = (
+    (
+        re.compile(
+            r"keras\.utils\.PyDataset(?: \(Sequence\)|/Sequence)? with workers=(\w+), "
+            r"use_multiprocessing=True"
+        ),
+        r"keras.utils.Sequence given to fit(..., workers=\1, use_multiprocessing=True)",
+    ),
+    (
+        re.compile(r"PyDataset\(workers(=\w+)?, use_multiprocessing=True\)"),
+        r"fit(sequence, workers\1, use_multiprocessing=True)",
+    ),
+    (re.compile(r"keras\.utils\.PyDataset"), "keras.utils.Sequence"),
+    (re.compile(r"keras\.config\.set_image_data_format"), "keras.backend.set_image_data_format"),
+)
 
 
 def api(cfg: RunConfig) -> str:
@@ -188,3 +211,14 @@ def sync_remedy(cfg: RunConfig, k: int, now: str, all_to_all: bool) -> tuple[str
         f"Grow the per-replica batch {k}×{now} (scale the learning rate with it), or "
         f"accumulate gradients over {k} steps",
     )
+
+
+def in_fits_keras(sug: Suggestion, cfg: RunConfig) -> Suggestion:
+    """The remedy in the Keras that fit the model: Keras 3's words, or Keras 2's
+    (``KERAS2_NAMES``) where the callback recorded a Keras 2 fit."""
+    if cfg.keras_generation != 2:
+        return sug
+    title, detail = sug.title, sug.detail
+    for pattern, words in KERAS2_NAMES:
+        title, detail = pattern.sub(words, title), pattern.sub(words, detail)
+    return replace(sug, title=title, detail=detail)

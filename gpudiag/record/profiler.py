@@ -184,14 +184,19 @@ class ProfilerWindow:
         # wall clock (µs) when each step's marker was entered: the first step's begin comes
         # before the profiler start (milliseconds), which would bias the alignment
         self.marked: dict[int, float] = {}
+        self.numbered: dict[int, int] = {}  # the profile's number of a step -> the step
 
     # ---- hooks ---------------------------------------------------------------------------
-    def on_step_begin(self, step: int) -> None:
+    def on_step_begin(self, step: int, batch: int | None = None) -> None:
+        """``batch``: the step's first batch in its epoch (the number a Keras that marks
+        steps itself gives it in the profile)."""
         if self.done or self.problem:
             return
         if step == self.first_step and not self.active:
             self._start()
         if self.active:
+            number = self.backend.profile_step(step, step if batch is None else batch)
+            self.numbered[number] = step
             self._enter_marker(step)
 
     def on_step_end(self, step: int, begin_us: float, end_us: float) -> None:
@@ -303,10 +308,11 @@ class ProfilerWindow:
     def _clock_shift(self, tl: Timeline) -> float | None:
         """Offset (µs) from the profiler's clock to ours, from matching step markers (Kineto
         and xprof clocks are not always the wall clock)."""
+        ours = [self.numbered.get(int(i), int(i)) for i in tl.steps.index]
         diffs = [
-            self.marked.get(int(i), self.step_times[int(i)][0]) - float(s)
-            for i, s in zip(tl.steps.index, tl.steps.start, strict=True)
-            if int(i) in self.step_times
+            self.marked.get(i, self.step_times[i][0]) - float(s)
+            for i, s in zip(ours, tl.steps.start, strict=True)
+            if i in self.step_times
         ]
         return float(np.median(diffs)) if diffs else None
 

@@ -28,6 +28,7 @@ from gpudiag.record.backends import RecordBackend
 from gpudiag.record.compile_watch import CompileWatch, start_watch
 from gpudiag.record.completion import StepCompletion
 from gpudiag.record.decode import GIL_BURST_S, WindowDecoder
+from gpudiag.record.generation import generation_of
 from gpudiag.record.profiler import DEFAULT_WARMUP_STEPS, ProfilerWindow, WindowSchedule
 from gpudiag.record.ranks import CallTimer
 from gpudiag.record.samplers import SamplerSet
@@ -130,7 +131,7 @@ class RecordingSession:
             self._open_window()
         w = self.window
         if w is not None:
-            w.on_step_begin(self.step)
+            w.on_step_begin(self.step, batch)
             if w.problem:  # could not start (a profiler of the user's own is running, ...)
                 self.window = None
                 self.writer.detail(False)
@@ -301,10 +302,7 @@ class RecordingSession:
 
 def steps_per_execution(model: Any) -> int:
     """The batches Keras runs per train-function call (``compile(steps_per_execution=)``)."""
-    try:
-        return max(1, int(getattr(model, "steps_per_execution", 1) or 1))
-    except (TypeError, ValueError):
-        return 1
+    return generation_of(model).steps_per_execution(model)
 
 
 def start_session(

@@ -34,6 +34,12 @@ class Say:
         if not self.quiet:
             print(text, file=sys.stderr, flush=True)
 
+    def once(self, text: str) -> None:
+        """Say ``text`` unless it was said before."""
+        if text not in self.printed:
+            self.printed.add(text)
+            self(text)
+
     def prefit(self, findings: Sequence[RecordedFinding]) -> None:
         """Print the pre-fit findings not printed before (info ones are not printed)."""
         new = [f for f in findings if f.severity != "info" and f.id not in self.printed]

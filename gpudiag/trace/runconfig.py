@@ -24,6 +24,9 @@ class RunConfig:
     framework: str | None = None  # tensorflow | jax | torch | pytorch
     api: str | None = None  # "keras" when a Keras model drove the run (any backend)
     keras_version: str | None = None  # "3.15.1", "2.21.0" (tf-keras): the callback's Keras
+    # 2: a Keras 2 fit (tf_keras, or tf.keras up to TF 2.15): the remedies name Keras 2's API
+    # (no PyDataset). Unset for Keras 3 fits and foreign traces.
+    keras_generation: int | None = None
     device_type: str | None = None  # GPU | CPU | TPU ...
     vendor: str | None = None  # nvidia | amd | intel | google (TPU) | cpu
     gpu_model: str | None = None  # "Tesla V100" (from the profile's device plane)

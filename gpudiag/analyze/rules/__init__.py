@@ -61,6 +61,7 @@ from gpudiag.analyze.rules import (
     whole_batch_per_replica,
     xla_off,
 )
+from gpudiag.analyze.wording import in_fits_keras
 from gpudiag.analyze.workload import workload_facts
 from gpudiag.trace.runconfig import RunConfig
 
@@ -247,7 +248,7 @@ def advise_run(findings: list[Finding], s: Situation) -> Advice:
         rule = by_id.get(f.id)
         if rule is None:
             continue
-        for offered in rule.advise(f, s):
+        for offered in (in_fits_keras(x, s.config) for x in rule.advise(f, s)):
             checked = admit(offered, needs.get(offered.remedy), facts)
             sug = checked.suggestion
             if sug is None:

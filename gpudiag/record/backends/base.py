@@ -40,6 +40,11 @@ class RecordBackend:
         """A context manager that marks one training step in the profile (None: no marker)."""
         return None
 
+    def profile_step(self, step: int, batch: int) -> int:
+        """The number the profile gives the step the callback counts as ``step`` (its
+        first batch: ``batch``): that of ``step_marker``'s marker, by default."""
+        return step
+
     def wait_for(self, result: Any) -> bool:
         """Wait until the device has computed ``result`` (a train-function call's), where
         the backend dispatches steps asynchronously. Only inside profiler windows: the

@@ -1,7 +1,9 @@
 """TensorFlow: ``tf.profiler.experimental`` windows, ``Trace`` step markers, strategies.
 
 Keras 3 emits no step markers; ``Trace("train", step_num=n, _r=1)`` around each step lets
-xprof attribute time to steps (CPU-only included). The profile is an ``.xplane.pb`` read by
+xprof attribute time to steps (CPU-only included). Keras 2's fit emits that marker itself
+(``step_num``: the batch), so under Keras 2 the callback adds none
+(``KerasMarkedTensorFlowBackend``). The profile is an ``.xplane.pb`` read by
 ``trace/xplane.py``. Replicas come from the model's strategy, the strategy in scope, or —
 before ``fit`` with no model given — the multi-replica strategy the program created.
 """
@@ -143,6 +145,18 @@ class TensorFlowBackend(RecordBackend):
             "stop crashed about 1 in 12 such jobs): per-rank step and wait times come from "
             "the callback's timing; pass profile=True to force the window"
         )
+
+
+class KerasMarkedTensorFlowBackend(TensorFlowBackend):
+    """TensorFlow under Keras 2, whose fit wraps each step in ``Trace("train",
+    step_num=batch)`` itself (entered before the batch hooks: the first step of a window,
+    whose hook starts the profiler, has no marker in the profile; the others align it)."""
+
+    def step_marker(self, step: int) -> Any:
+        return None
+
+    def profile_step(self, step: int, batch: int) -> int:
+        return batch
 
 
 def _created_strategy(tf: Any) -> Any:
