@@ -36,6 +36,7 @@ from gpudiag.analyze.ranks import (
 from gpudiag.analyze.step_times import step_stats
 from gpudiag.analyze.timing_verdict import timing_verdict
 from gpudiag.analyze.verdict import Doubts, Verdict, judge
+from gpudiag.analyze.window_phase import scaled_to_run
 from gpudiag.trace.runconfig import RunConfig
 from gpudiag.trace.timeline import Timeline
 
@@ -72,6 +73,8 @@ def diagnose(
         findings={f.id: f for f in findings},
         step_ms=_median_ms(steps),
     )
+    suggestions = rules.advise(findings, situation)
+    scaled_to_run(suggestions, ranks[0].run.window_phase)
     return Diagnosis(
         verdict=verdict.verdict,
         confidence=verdict.confidence,
@@ -79,7 +82,7 @@ def diagnose(
         # no analysed step: the shares the ranks' step timing gave, if any
         breakdown=shares if any(b.steps_analyzed for b in parts) else verdict.judged,
         findings=findings,
-        suggestions=rules.advise(findings, situation),
+        suggestions=suggestions,
         ranks=summaries,
         devices=device_rows(ranks),
         steps=steps,
@@ -88,7 +91,7 @@ def diagnose(
         sources=sorted({tl.meta.source for tl in timelines if tl.meta.source}),
         producer=", ".join(sorted({tl.meta.producer for tl in timelines})),
         activity=_activity(timelines, labels, parts),
-        run=ranks[0].run.to_dict(),
+        run={**ranks[0].run.to_dict(), "world_size": _world_size(timelines)},
         config=ranks[0].config.to_dict(),
     )
 
@@ -143,6 +146,7 @@ def _verdict(
     doubts = Doubts(
         window_note=run.note,
         windows_disagree=run.disagree,
+        unrepresentative=run.window_phase is not None,
         rank_verdicts={s.verdict for s in computing if s.steps},
         contention=next((f for f in findings if f.id == "cpu-contention"), None),
         other_as_input=_mean(
@@ -166,6 +170,11 @@ def _inconclusive_reason(ranks: list[RankView]) -> str | None:
             "so device time cannot be measured"
         )
     return "device activity and training steps do not overlap in time"
+
+
+def _world_size(timelines: list[Timeline]) -> int:
+    """Processes in the run: what a rank's trace says, or the ranks read, whichever is more."""
+    return max([len(timelines)] + [tl.meta.world_size or 1 for tl in timelines])
 
 
 def _median_ms(steps: dict[str, object]) -> float | None:
