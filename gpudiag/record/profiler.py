@@ -35,7 +35,10 @@ class WindowSchedule:
     long epochs, whenever ``gap`` has passed. ``gap`` grows with the run (half the elapsed
     time, at least ``min_gap_s``), so a day-long fit gets windows spread over all of it
     without profiling more and more often. At most ``max_windows`` per fit, and never while
-    their measured cost exceeds ``budget_s`` plus ``budget_share`` of the elapsed time.
+    their measured cost exceeds ``budget_s`` plus ``budget_share`` of the elapsed time, except
+    the first window of the first epoch after the first window's: a multi-epoch run is never
+    left with windows in its first epoch only (warm-up, a cache being filled), whose split
+    describes a phase the rest of the run does not repeat.
 
     A new epoch's window opens at its ``in_epoch_step`` or, when it cannot open there (the
     budget is spent, the previous window is still open), at a later step of the same epoch.
@@ -77,6 +80,8 @@ class WindowSchedule:
             return False
         elapsed = now - start
         limit = self.budget_s + self.budget_share * elapsed
+        if new_epoch and all(e == self.opened[0][1] for _, e, _ in self.opened):
+            return True  # the first window outside the first epoch: never over budget
         if self.cost_s > limit:
             if early:
                 self.blocked[epoch] = (
