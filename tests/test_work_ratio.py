@@ -211,3 +211,15 @@ def test_remedy_status_from_the_configurations(title, base, new, status):
 def test_many_epochs_are_grouped_and_the_blocks_stay_bounded():
     t = _run(_noisy(5, 5000, 0.1, 1), epochs=500)
     assert len(t["blocks"]) <= 256 and t["stretches"] <= 32 and t["batches"] == 4990
+
+
+def test_the_workers_remedy_names_the_input_change_that_applied_it():
+    status, note = remedy_status(
+        "Run the Python input in 2 worker processes",
+        {"input_kind": "generator", "global_batch": 32},
+        {"input_kind": "pydataset", "workers": 2, "use_multiprocessing": True},
+    )
+    assert status == "applied"
+    assert note == (
+        "workers 1 → 2; use_multiprocessing false → true; input_kind generator → pydataset"
+    )

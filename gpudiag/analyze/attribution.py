@@ -119,13 +119,10 @@ NO_POOL = ("generator", "tf.data", "array")
 def _pool(cfg: dict[str, Any]) -> dict[str, Any]:
     """workers / use_multiprocessing as the run has them, filled in where its input kind
     has no worker pool."""
-    if cfg.get("input_kind") in NO_POOL:
-        return {"workers": 1, "use_multiprocessing": False, **_known(cfg)}
-    return cfg
-
-
-def _known(cfg: dict[str, Any]) -> dict[str, Any]:
-    return {k: cfg[k] for k in ("workers", "use_multiprocessing") if cfg.get(k) is not None}
+    if cfg.get("input_kind") not in NO_POOL:
+        return cfg
+    pool = {"workers": 1, "use_multiprocessing": False}
+    return {**cfg, **{k: v for k, v in pool.items() if cfg.get(k) is None}}
 
 
 def _workers(b: dict[str, Any], n: dict[str, Any]) -> bool | None:

@@ -150,6 +150,9 @@ def compare(base: Diagnosis, new: Diagnosis) -> Comparison:
             c.work["judged"] = c.judged
     c.remedies = _remedies(base, new, c)
     if c.unmeasured and (b.stopped or n.stopped):
-        c.step_time_ratio = None  # nor a median from a run too short to measure
+        c.step_time_ratio = None  # nor a median or a speed from a run too short to measure
+        for r in (b, n):
+            if r.stopped and r.steady_steps < FEW_STEPS:
+                r.per_second = None
     c.summary = summary(c, FEW_STEPS)
     return c

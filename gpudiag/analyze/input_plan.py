@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from gpudiag.analyze.diagnosis import Suggestion
 from gpudiag.analyze.evidence import Situation
-from gpudiag.analyze.gain import Gain, capacity, pipelined, removed
+from gpudiag.analyze.gain import Gain, capacity, fair_share, pipelined, removed
 from gpudiag.analyze.input_stage import STAGE_REMEDIES
 
 # Python input whose process keeps less than this many cores busy is waiting, not computing
@@ -62,16 +62,14 @@ def _cores(s: Situation) -> int:
     return 1 if s.cpu_device else ASSUMED_GPU_HOST_CORES  # unknown: claim little or none
 
 
-def _headroom(s: Situation, contended: bool = False) -> float | None:
+def _headroom(s: Situation) -> float | None:
     """How much more CPU the run could use at best: only bounded on CPU-only runs, where the
     model and the input pipeline share the cores. Which remedies are offered ignores other
-    processes (their load comes and goes, and the same run must get the same remedies);
-    with ``contended`` the gains do not: a gain is never promised out of cores a neighbour
-    was measured holding (``cpu-contention``)."""
+    processes (their load comes and goes, and the same run must get the same remedies); the
+    gains do not (``_cpu_bounded``)."""
     if not s.cpu_device:
         return None
-    others = _others_pct(s) if contended else None
-    return capacity(s.config.cores, s.host.own_cores(), others)
+    return capacity(s.config.cores, s.host.own_cores())
 
 
 def _others_pct(s: Situation) -> float | None:
@@ -80,12 +78,25 @@ def _others_pct(s: Situation) -> float | None:
     return float(pct) if isinstance(pct, int | float) else None
 
 
-def _head_why(s: Situation, head: float) -> str:
-    why = f"CPU-only run: at most {head:.2f}× more CPU available"
+def _cpu_bounded(g: Gain, s: Situation, threads: float) -> Gain:
+    """The gain bounded by the CPU a CPU-only run can get: the machine's cores bound the
+    high end; where other processes held part of them (``cpu-contention``), the point and the
+    low end are the fair share a run with ``threads`` busy threads gets beside them
+    (``gain.fair_share``), the high end what it gets once they are gone. One basis line."""
+    head = _headroom(s)
+    if head is None:
+        return g
+    why = f"CPU-only run: at most {head:.2f}× more CPU on this machine"
     others = _others_pct(s)
-    if others is not None:
-        why += f" while other processes hold {others:.0f}% of the cores (cpu-contention)"
-    return why
+    here = fair_share(s.config.cores, s.host.own_cores(), others, threads)
+    if here is None or here >= min(g.point, head):
+        return g.bounded(head, None, why)
+    why += (
+        f"; other processes held {others:.0f}% of it (cpu-contention), and beside them "
+        f"{threads:g} busy threads get at most {here:.2f}×: the point and low end assume "
+        "their load stays, the high end that it goes"
+    )
+    return g.bounded(head, here, why)
 
 
 def _input_gain(s: Situation, n_low: float, n: float, n_high: float, spread: str) -> Gain:
@@ -101,12 +112,7 @@ def _input_gain(s: Situation, n_low: float, n: float, n_high: float, spread: str
     )
     if input_work(s) == "python-waiting":
         return g  # waiting work needs no CPU: the cores do not bound it
-    head = _headroom(s)
-    g = g.capped(head, f"CPU-only run: at most {head:.2f}× more CPU available" if head else "")
-    here = _headroom(s, contended=True)
-    if here is None or here == head:
-        return g
-    return g.capped_here(here, _head_why(s, here) + "; the high end is without them")
+    return _cpu_bounded(g, s, max(n_high, 1.0))
 
 
 def _workers_remedy(s: Situation, kind: str) -> list[Suggestion]:

@@ -13,6 +13,7 @@ matching the step markers to the callback's own step times.
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
 import tempfile
 import time
@@ -173,6 +174,7 @@ class ProfilerWindow:
     ) -> None:
         self.backend = for_name(backend) if isinstance(backend, str) else backend
         self.keep_dir = keep_dir  # copy the raw profile here (for TensorBoard / xprof)
+        self.kept: list[str] = []  # the files copied there, relative to it
         self.first_step = max(0, first_step)
         self.last_step = self.first_step + max(1, steps) - 1
         self.logdir = ""  # a temp dir while the window has files; removed by collect/cleanup
@@ -289,6 +291,7 @@ class ProfilerWindow:
             if self.keep_dir and self.logdir:
                 with contextlib.suppress(OSError):
                     shutil.copytree(self.logdir, self.keep_dir, dirs_exist_ok=True)
+                    self.kept = _files_under(self.logdir)
             self.cleanup()
 
     def cleanup(self) -> None:
@@ -314,6 +317,15 @@ class ProfilerWindow:
             if int(i) in self.step_times
         ]
         return float(np.median(diffs)) if diffs else None
+
+
+def _files_under(folder: str) -> list[str]:
+    """Every file under ``folder``, relative to it."""
+    return [
+        os.path.relpath(os.path.join(root, n), folder)
+        for root, _, names in os.walk(folder)
+        for n in sorted(names)
+    ]
 
 
 def shifted(tl: Timeline, shift_us: float) -> Timeline:
