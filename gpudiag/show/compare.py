@@ -32,7 +32,8 @@ def _side(name: str, label: str, r: RunFigures, unit: str) -> Text:
     t = Text()
     t.append(f"{name:<5}", style="bold")
     t.append(f" {r.verdict.upper()} ", style=VERDICT_STYLE.get(r.verdict, ""))
-    speed = f"{r.per_second:,.0f} {unit}/s, " if r.per_second else ""
+    rate = r.per_second
+    speed = "" if not rate else f"{rate:,.{0 if rate >= 100 else 2}f} {unit}/s, "
     t.append(
         f"  {speed}median step {_ms(r.median_step_ms)}, p90 {_ms(r.p90_step_ms)}, {r.steps} steps\n"
     )
