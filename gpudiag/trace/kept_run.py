@@ -29,9 +29,9 @@ def write_manifest(folder: str, trace_path: str, run_id: str, windows: list[str]
     """Copy the run's trace into ``folder`` (unless it is there already) and name it and the
     window files in the manifest; a problem as one line, or None."""
     try:
-        trace = os.path.abspath(trace_path)
-        if os.path.dirname(trace).startswith(os.path.abspath(folder) + os.sep):
-            rel = os.path.relpath(trace, folder)
+        trace, home = os.path.abspath(trace_path), os.path.abspath(folder)
+        if os.path.commonpath([trace, home]) == home:  # written there already
+            rel = os.path.relpath(trace, home)
         else:
             rel = TRACE_NAME
             shutil.copyfile(trace, os.path.join(folder, rel))
