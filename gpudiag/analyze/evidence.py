@@ -31,6 +31,7 @@ class HostFacts:
     gil_p95: float | None = None  # ms
     gil_reference_p95: float | None = None  # ms
     gil_typical: float | None = None  # ms
+    load: float | None = None  # runnable tasks on the host, every process (1-min load average)
 
     @classmethod
     def of(cls, tl: Timeline) -> HostFacts:
@@ -42,6 +43,7 @@ class HostFacts:
             gil_p95=_percentile(tl, "gil_lateness", 95),
             gil_reference_p95=_percentile(tl, "gil_reference_lateness", 95),
             gil_typical=_median(tl, "gil_lateness_p50"),
+            load=_median(tl, "host_load_1min"),
         )
 
     def own_cores(self) -> float | None:

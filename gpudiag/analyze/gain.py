@@ -100,17 +100,23 @@ def capacity(
 
 
 def fair_share(
-    cores: int | None, own_cores: float | None, others_pct: float | None, threads: float
+    cores: int | None,
+    own_cores: float | None,
+    others_pct: float | None,
+    threads: float,
+    load: float | None = None,
 ) -> float | None:
     """Upper bound on a CPU-only run beside other processes that held ``others_pct`` % of
     the cores: the scheduler gives each busy thread an equal share, so a run that brings
     ``threads`` busy threads gets ``cores * threads / (threads + theirs)`` once the machine
-    is full (their load counted as that many busy threads), all it asks for before. None when
-    a figure is unknown. Measured here (2 cores, others at ~45%): PyDataset workers 1 -> 2
-    gave 1.52x where the free cores alone allowed 1.06x (docs/remedies.md)."""
+    is full, all it asks for before. Their busy threads: the cores they held, or, on an
+    oversubscribed host, the runnable tasks beyond this run's (``load``, the 1-min load
+    average), whichever is more. None when a figure is unknown. Measured here (2 cores,
+    others at ~45%): PyDataset workers 1 -> 2 gave 1.52x where the free cores alone allowed
+    1.06x (docs/remedies.md)."""
     if not cores or own_cores is None or own_cores <= 0.05 or others_pct is None:
         return None
-    theirs = cores * others_pct / 100.0
+    theirs = max(cores * others_pct / 100.0, (load or 0.0) - own_cores)
     want = max(threads, own_cores)
     got = want if want + theirs <= cores else cores * want / (want + theirs)
     return max(1.0, got / own_cores)

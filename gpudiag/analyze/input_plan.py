@@ -88,13 +88,18 @@ def _cpu_bounded(g: Gain, s: Situation, threads: float) -> Gain:
         return g
     why = f"CPU-only run: at most {head:.2f}× more CPU on this machine"
     others = _others_pct(s)
-    here = fair_share(s.config.cores, s.host.own_cores(), others, threads)
+    here = fair_share(s.config.cores, s.host.own_cores(), others, threads, s.host.load)
     if here is None or here >= min(g.point, head):
         return g.bounded(head, None, why)
+    load, own = s.host.load, s.host.own_cores() or 0.0
+    held = (s.config.cores or 0) * (others or 0.0) / 100.0
+    tasks = (
+        f", {load - own:.1f} runnable tasks beside this run's" if load and load - own > held else ""
+    )
     why += (
-        f"; other processes held {others:.0f}% of it (cpu-contention), and beside them "
-        f"{threads:g} busy threads get at most {here:.2f}×: the point and low end assume "
-        "their load stays, the high end that it goes"
+        f"; other processes held {others:.0f}% of it (cpu-contention{tasks}), and beside "
+        f"them {threads:g} busy threads get at most {here:.2f}×: the point and low end "
+        "assume their load stays, the high end that it goes"
     )
     return g.bounded(head, here, why)
 
@@ -110,8 +115,10 @@ def _input_gain(s: Situation, n_low: float, n: float, n_high: float, spread: str
         pipelined(inp, n_high),
         f"input wait {inp:.0%} of step time, producer spread over {spread}{assumed}",
     )
-    if input_work(s) == "python-waiting":
+    if input_work(s) == "python-waiting" and _others_pct(s) is None:
         return g  # waiting work needs no CPU: the cores do not bound it
+    # beside other processes a producer that keeps little CPU busy may be starved of it,
+    # not waiting: the share of the cores it can get bounds it all the same
     return _cpu_bounded(g, s, max(n_high, 1.0))
 
 
