@@ -205,3 +205,24 @@ def test_terminal_view_escapes_what_came_from_input(pair):
     out = console.export_text(styles=False)
     assert "\x1b" not in out and "\x07" not in out
     assert "new[/]x.json" in out  # shown as typed, not read as markup
+
+
+def test_a_worker_pool_restarted_every_epoch_is_slower_as_the_wall_clock_says():
+    """H100, Keras 3 on JAX (sample_traces/h100_keras_jax): a PyDataset doing ~5 ms of Python
+    per batch inline, then with 8 worker processes that restart at every 0.2 s epoch. The
+    median step says 2.3x faster; the epochs' own clocks (runs.json) say 0.38x."""
+    import gzip
+
+    h100 = SAMPLES / "h100_keras_jax"
+    runs = json.loads(gzip.decompress((h100 / "runs.json.gz").read_bytes()))
+    epochs = {r["name"]: r["epoch_s"] for r in runs}
+    wall = sum(epochs["starved_diag"][1:]) / sum(epochs["starved_workers-8_diag"][1:])
+    base = diagnose(load_file(str(h100 / "starved.gpudiag.json.gz")))
+    new = diagnose(load_file(str(h100 / "starved_workers8.gpudiag.json.gz")))
+    c = compare(base, new)
+    assert c.step_time_ratio is not None and c.step_time_ratio < 0.5  # the median misleads
+    assert c.work is not None and c.work["measurable"] and c.work["unit"] == "sample"
+    assert c.work["speedup"] == pytest.approx(wall, rel=0.02)  # 0.38x
+    assert c.work["speedup_interval"][1] < 1.0
+    assert c.summary.startswith("NEW is slower") and "epochs 2–3" in c.summary
+    assert c.regressed(20.0)

@@ -125,13 +125,6 @@ class Comparison:
         end: only then may a gate judge NEW."""
         return not self.differences and not (self.base.stopped or self.new.stopped)
 
-    @property
-    def slower_pct(self) -> float | None:
-        """How much slower NEW's median step is, in percent (negative: faster)."""
-        if self.step_time_ratio is None:
-            return None
-        return 100.0 * (self.step_time_ratio - 1.0)
-
     def regressed(self, pct: float) -> bool:
         """True when NEW does its work more than ``pct`` percent slower than BASE, beyond the
         runs' noise: even the interval's most favourable end is that much slower. Never for
