@@ -223,3 +223,19 @@ def test_the_workers_remedy_names_the_input_change_that_applied_it():
     assert note == (
         "workers 1 → 2; use_multiprocessing false → true; input_kind generator → pydataset"
     )
+
+
+def test_a_single_step_is_no_speed():
+    """One step has no spread to put an interval on: no figure, said why (a 1-step trace
+    compared with another is not 'measurably' anything)."""
+    from gpudiag.analyze import diagnose
+    from gpudiag.analyze.compare import compare
+    from gpudiag.trace.load import load_file
+    from tests.conftest import SAMPLES
+
+    one = diagnose(load_file(str(SAMPLES / "cpu_only_rank34.json.gz")))
+    c = compare(one, one)
+    assert c.work is None and c.unmeasured == (
+        "BASE has a single steady step, so its speed cannot be measured"
+    )
+    assert c.step_time_ratio == 1.0  # the median is still a fact

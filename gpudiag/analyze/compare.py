@@ -51,8 +51,14 @@ def _unmeasured(b: RunFigures, n: RunFigures) -> str:
                 f"too few to measure its speed (at least {FEW_STEPS})"
             )
     for name, r in (("BASE", b), ("NEW", n)):
-        if not r.steady_steps:
-            why = "no training steps" if not r.steps else "no steady steps after its warm-up"
+        if r.steady_steps < 2:  # one step has no spread to put an interval on
+            why = (
+                "no training steps"
+                if not r.steps
+                else "a single steady step"
+                if r.steady_steps
+                else "no steady steps after its warm-up"
+            )
             return f"{name} has {why}, so its speed cannot be measured"
     return ""
 

@@ -100,8 +100,9 @@ def _attribution(c: Comparison) -> str:
         return (
             "; BASE and NEW are different programs ("
             + ", ".join(c.differences)
-            + "): the figure compares them as they are, attributes nothing to a remedy, and "
-            "no gate judges it"
+            + "): "
+            + ("the figure compares them as they are; " if c.work else "")
+            + "nothing is attributed to a remedy, and no gate judges them"
         )
     applied = [r for r in c.remedies if r.status == "applied"]
     if applied:
