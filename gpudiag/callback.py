@@ -91,7 +91,8 @@ class DiagnoseCallback(Keras2Hooks, keras.callbacks.Callback):
             trace is (``report=True`` makes every rank print its own).
         html: also write the report as a self-contained HTML page to this path.
         gpu: sample GPUs through NVML (when a driver is present).
-        profile_dir: keep the raw profiler output there (open it in TensorBoard / xprof).
+        profile_dir: keep the raw profiler output there (open it in TensorBoard / xprof),
+            with a copy of the trace: ``gpudiag analyze profile_dir`` is this run.
         model: the model, if you want the lints to know its replicas and layers even when
             TensorFlow fails before training begins (see docs/callback.md).
 

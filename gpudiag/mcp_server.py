@@ -127,10 +127,13 @@ def build_server() -> Any:
     def compare(base: str, new: str) -> dict[str, Any]:
         """Compare two runs, BASE before a change and NEW after it (each a trace file,
         directory of rank files or quoted glob): both verdicts and median steps,
-        work (NEW's speed-up per sample or step with its 95% interval, and whether it is
-        measurable beyond the runs' noise), step_time_ratio (NEW/BASE median step), share
-        deltas, configuration changes, findings that appeared or went away, and whether each
-        remedy BASE suggested was applied, with its measured against its predicted gain.
+        work (NEW's work per second over BASE's, throughput over each run's steady part,
+        per sample or step, with its 95% interval and whether it is measurable beyond the
+        runs' noise), step_time_ratio (NEW/BASE median step: a distribution fact, not the
+        speed-up), share deltas, configuration changes, findings that appeared or went away,
+        whether each remedy BASE suggested was applied, with its measured against its
+        predicted gain, and judged=false with the reason when a run stopped early or the
+        runs are different programs.
         Exactly `gpudiag compare --json` (schema: gpudiag://schema/comparison)."""
         return _cli_json("compare", [], [base, new])
 

@@ -61,6 +61,7 @@ def test_compare_names_the_parallel_map_as_the_change(runs):
     c = json.loads(r.stdout)
     assert c["base"]["verdict"] == "data-starved"
     assert c["step_time_ratio"] < 0.85  # 1.5 ms decode per sample, now on parallel calls
+    assert c["work"]["speedup"] > 1.15 and c["speedup"] == c["work"]["speedup"]
     assert c["base"]["median_step_ms"] == result["base"]["steps"]["median_ms"]
     assert "sequential-map" in c["findings_gone"]
     applied = {m["finding"] for m in c["remedies"] if m["status"] == "applied"}

@@ -55,12 +55,15 @@ def test_workers_fix_is_faster_and_named_as_the_change(pair):
     applied = [r for r in c.remedies if r.status == "applied"]
     assert [r.finding for r in applied] == ["dataloader-in-main-process"]
     assert applied[0].expected_gain == pytest.approx(1 / c.step_time_ratio, rel=0.05)
-    # 6 steps a side, two of NEW's as slow as BASE's: 1.39x is the estimate, but the 95%
-    # interval reaches 1.0, so no gate fires and the report asks for more steps
+    # work per second is steps over their time: two of NEW's six steps are as slow as BASE's,
+    # so NEW does 1.25x the work per second (the median step alone would say 1.39x); with
+    # 6 steps a side the interval is wide and the report asks for more steps
     assert c.work is not None and c.work["unit"] == "step"
-    assert c.work["speedup"] == pytest.approx(1.39, abs=0.01)
-    assert c.work["speedup_interval"][0] <= 1.0 < c.work["speedup_interval"][1]
-    assert not c.work["measurable"] and "record more steps" in c.summary
+    b_s, n_s = base.run["throughput"]["seconds"], new.run["throughput"]["seconds"]
+    assert c.work["speedup"] == pytest.approx(b_s / n_s, rel=1e-3)
+    assert c.work["speedup"] == pytest.approx(1.25, abs=0.01)
+    assert 1.0 < c.work["speedup_interval"][0] < 1.1 and c.work["speedup_interval"][1] > 1.4
+    assert "record more" in c.summary and "not the speed-up" in c.summary
     assert not c.regressed(0.0)
 
 
@@ -92,8 +95,9 @@ def test_cli_json_and_exit_codes():
     assert d["work"]["unit"] == "step" and len(d["work"]["interval"]) == 2
     assert d["config_changes"] == ["use_multiprocessing false → true"]
     slower = run_cli(W4, W0, "--fail-on-regression", "5")
-    assert slower.returncode == 0, slower.stderr  # within the noise of 6 steps
-    assert "no measurable difference" in slower.stdout
+    # slower, but the interval's favourable end is only ~2% slower: not beyond 5%
+    assert slower.returncode == 0, slower.stderr
+    assert "NEW is slower" in slower.stdout
     same = run_cli(W0, W0, "--json", "--fail-on-regression", "0")
     assert same.returncode == 0 and json.loads(same.stdout)["step_time_ratio"] == 1.0
 
@@ -122,7 +126,7 @@ def _write_steps(path, durations_ms: list[float]) -> None:
 def test_cli_terminal_output_names_the_fix():
     r = run_cli(W0, W4)
     assert r.returncode == 0, r.stderr
-    assert "0.718" in r.stdout and "within the noise" in r.stdout
+    assert "1.25×" in r.stdout and "×0.72" in r.stdout and "record more" in r.stdout
     assert "Load data in worker processes" in r.stdout and "applied" in r.stdout
     assert "33.9%" in r.stdout and "-33.1 pp" in r.stdout  # numbers beside the bars
 
@@ -201,3 +205,24 @@ def test_terminal_view_escapes_what_came_from_input(pair):
     out = console.export_text(styles=False)
     assert "\x1b" not in out and "\x07" not in out
     assert "new[/]x.json" in out  # shown as typed, not read as markup
+
+
+def test_a_worker_pool_restarted_every_epoch_is_slower_as_the_wall_clock_says():
+    """H100, Keras 3 on JAX (sample_traces/h100_keras_jax): a PyDataset doing ~5 ms of Python
+    per batch inline, then with 8 worker processes that restart at every 0.2 s epoch. The
+    median step says 2.3x faster; the epochs' own clocks (runs.json) say 0.38x."""
+    import gzip
+
+    h100 = SAMPLES / "h100_keras_jax"
+    runs = json.loads(gzip.decompress((h100 / "runs.json.gz").read_bytes()))
+    epochs = {r["name"]: r["epoch_s"] for r in runs}
+    wall = sum(epochs["starved_diag"][1:]) / sum(epochs["starved_workers-8_diag"][1:])
+    base = diagnose(load_file(str(h100 / "starved.gpudiag.json.gz")))
+    new = diagnose(load_file(str(h100 / "starved_workers8.gpudiag.json.gz")))
+    c = compare(base, new)
+    assert c.step_time_ratio is not None and c.step_time_ratio < 0.5  # the median misleads
+    assert c.work is not None and c.work["measurable"] and c.work["unit"] == "sample"
+    assert c.work["speedup"] == pytest.approx(wall, rel=0.02)  # 0.38x
+    assert c.work["speedup_interval"][1] < 1.0
+    assert c.summary.startswith("NEW is slower") and "epochs 2–3" in c.summary
+    assert c.regressed(20.0)

@@ -10,7 +10,9 @@ from tests.test_remedies import NATIVE_SEQ, PARALLEL, run
 
 
 def test_gain_capped_by_the_cpu_other_processes_hold():
-    """Other processes held 53% of the 2 cores: a parallel map cannot get 1.67×."""
+    """Other processes held 53% of the 2 cores: a parallel map cannot get 1.67×, only the
+    share of the cores its 2 busy threads win beside theirs (the scheduler shares the cores
+    among busy threads: measured, the free cores alone under-predicted 1.52× as 1.06×)."""
     quiet = run(NATIVE_SEQ, {"cpu_total": 50.0, "cpu_process": 90.0}, input_frac=0.4)
     busy = run(
         NATIVE_SEQ,
@@ -21,11 +23,14 @@ def test_gain_capped_by_the_cpu_other_processes_hold():
     q = next(s for s in quiet.suggestions if s.title == PARALLEL)
     b = next(s for s in busy.suggestions if s.title == PARALLEL)
     assert q.expected_gain == pytest.approx(pipelined(0.4, 2), abs=0.01)
-    # 2 cores x 47% free / 0.9 cores in use = 1.04x at most
-    assert b.expected_gain == pytest.approx(2 * 0.47 / 0.9, abs=0.01)
+    # 2 threads beside 1.06 cores of theirs get 2 x 2 / 3.06 cores, over 0.9 in use: 1.45x
+    share = 2 * 2 / (2 + 2 * 0.53) / 0.9
+    assert b.expected_gain == pytest.approx(share, abs=0.01) and share < q.expected_gain
     # the high end is what the remedy gives without the neighbour
-    assert b.expected_gain_range[0] <= 1.05 and b.expected_gain_range[1] == q.expected_gain_range[1]
-    assert "other processes hold 53%" in b.basis
+    assert (
+        b.expected_gain_range[0] <= share and b.expected_gain_range[1] == q.expected_gain_range[1]
+    )
+    assert "other processes held 53%" in b.basis and b.basis.count("CPU-only run") == 1
     # the same remedies either way: only the promise changes
     assert [s.title for s in quiet.suggestions if s.finding != "cpu-contention"] == [
         s.title for s in busy.suggestions if s.finding not in ("cpu-contention",)

@@ -64,3 +64,55 @@ def test_a_thousand_runs_make_one_short_line():
     assert len(line) < 400
     alone = [[RankFile(f"/r/{'x' * 200}{i}.json", None, 0, None)] for i in range(1024)]
     assert len(several_runs_problem(alone)) < 400
+
+
+def _kept(folder: Path, windows: int, inside: bool = False) -> Path:
+    """A profile directory as DiagnoseCallback keeps it: its windows' raw profiles (here
+    real xplane files of another run, each a run of its own if read alone) and the manifest
+    naming the run's trace, copied there or written there."""
+    from gpudiag.record.writer import TraceWriter
+    from gpudiag.trace.kept_run import write_manifest
+    from gpudiag.trace.timeline import Metadata
+
+    names = []
+    for k in range(windows):
+        sub = folder / "plugins" / "profile" / f"2026_01_01_00_00_0{k}"
+        sub.mkdir(parents=True)
+        shutil.copy(SAMPLES / "tf_gpu_multi_worker.xplane.pb", sub / "vm.xplane.pb")
+        names.append(str((sub / "vm.xplane.pb").relative_to(folder)))
+    trace = (folder if inside else folder.parent) / "run.json"
+    w = TraceWriter(str(trace), Metadata(producer="gpudiag", batch_size=32))
+    for i in range(30):
+        w.step(i, 1e6 + i * 1e4, 1e6 + (i + 1) * 1e4)
+    w.close()
+    assert write_manifest(str(folder), str(trace), "run1", names) is None
+    return trace
+
+
+def test_a_kept_profile_dir_is_one_run_read_from_its_trace(tmp_path, capsys):
+    from gpudiag.trace.kept_run import TRACE_NAME
+    from gpudiag.trace.runs import run_files
+
+    kept = tmp_path / "profile"
+    kept.mkdir()
+    _kept(kept, 3)
+    assert run_files([str(kept)]) == [str(kept / TRACE_NAME)]  # not three unrelated runs
+    code, err = _analyze(capsys, str(kept))
+    assert code == 0 and not err
+    inside = tmp_path / "inside"
+    inside.mkdir()
+    trace = _kept(inside, 2, inside=True)
+    assert run_files([str(inside)]) == [str(trace)]  # already there: not copied
+    assert not (inside / TRACE_NAME).exists()
+
+
+def test_a_kept_profile_dir_without_its_trace_says_what_is_missing(tmp_path, capsys):
+    from gpudiag.trace.kept_run import TRACE_NAME
+
+    kept = tmp_path / "profile"
+    kept.mkdir()
+    _kept(kept, 2)
+    (kept / TRACE_NAME).unlink()
+    code, err = _analyze(capsys, str(kept))
+    assert code == 2 and "the run's trace" in err and TRACE_NAME in err
+    assert len(err.strip().splitlines()) == 1

@@ -9,6 +9,7 @@ from gpudiag.analyze.diagnosis import Finding
 from gpudiag.analyze.verdict import (
     CONTENDED,
     RANKS_DISAGREE,
+    UNREPRESENTATIVE,
     WINDOWS_DISAGREE,
     Doubts,
     Verdict,
@@ -42,6 +43,11 @@ def test_no_doubt_is_decide_itself():
             "(ranks disagree: compute-bound, data-starved)",
         ),
         (Doubts(contention=CONTENTION), CONTENDED, "other processes took 42.0% of the host CPU"),
+        (
+            Doubts("the only profiler window fell in epoch 1", unrepresentative=True),
+            UNREPRESENTATIVE,
+            "(the only profiler window fell in epoch 1)",
+        ),
     ],
 )
 def test_each_doubt_lowers_confidence_by_its_factor_and_says_so(doubts, factor, words):

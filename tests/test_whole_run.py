@@ -195,3 +195,29 @@ def test_compare_shows_the_phases_each_side_went_through(tmp_path):
     out = console.export_text(styles=False)
     assert out.count("phase:") == 2
     assert "epoch 3 ran at 9.0 ms per step" in out
+
+
+def test_a_verdict_from_the_cache_fill_alone_says_so_and_scales_its_gains(tmp_path):
+    """The only window fell in epoch 1, filling a cache (56 ms a step, input-bound); the
+    windows of epochs 2-4 were skipped. The split is right for epoch 1 only: the reason says
+    so, the confidence is halved, and each gain is what the whole run gets."""
+    from gpudiag.analyze.verdict import UNREPRESENTATIVE
+    from gpudiag.analyze.window_phase import whole_run_gain
+
+    fill = [(20, 56_000, 0.7, 5)]
+    later = [(20, 14_000, 0.02, None)] * 3
+    p, q = tmp_path / "only.json", tmp_path / "alone.json"
+    d = same_as_file(record(p, fill + later), p)
+    alone = same_as_file(record(q, fill), q)  # the same epoch as a run of its own
+    assert d["run"]["window_phase"]["phase"] == "cache-fill"
+    share = d["run"]["window_phase"]["share"]
+    assert share == pytest.approx(20 * 56 / (20 * 56 + 60 * 14), abs=0.02)
+    assert "describes that phase only" in d["reason"]
+    assert d["verdict"] == alone["verdict"] == "data-starved"
+    assert d["confidence"] == pytest.approx(alone["confidence"] * UNREPRESENTATIVE, abs=0.002)
+    gains = {s["title"]: s for s in alone["suggestions"]}
+    assert d["suggestions"]
+    for s in d["suggestions"]:
+        whole = gains[s["title"]]["expected_gain"]
+        assert s["expected_gain"] == pytest.approx(whole_run_gain(whole, share), abs=0.01)
+        assert "measured in cache-fill only" in s["basis"] or whole <= 1.0

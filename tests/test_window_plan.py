@@ -102,15 +102,28 @@ def _run(tmp_path, schedule: WindowSchedule, epochs: int, steps: int, in_epoch: 
 
 def test_a_window_skipped_for_the_budget_is_named_in_trace_and_report(tmp_path):
     schedule = WindowSchedule(2, 2, budget_s=0.01, budget_share=0.0)
-    session, tl = _run(tmp_path, schedule, epochs=3, steps=10, in_epoch=4)
-    assert session.windows_taken == [2]
+    session, tl = _run(tmp_path, schedule, epochs=4, steps=10, in_epoch=4)
+    # epoch 2's window opens whatever the budget (the first outside epoch 1); then none
+    assert session.windows_taken == [2, 14]
     skipped = [lim for lim in tl.meta.limitations if "skipped" in lim]
     assert skipped == [
         f"profiler window planned in epoch {n} skipped: the profiling budget of 0.01 s + 0% "
         f"of elapsed time was spent ({schedule.cost_s:.2f} s of 0.01 s)"
-        for n in (2, 3)
+        for n in (3, 4)
     ]
     assert set(skipped) <= set(diagnose([tl]).limitations)  # "Not measured / caveats"
+
+
+def test_a_spent_budget_never_leaves_a_multi_epoch_run_with_first_epoch_windows_only():
+    """The first window (epoch 1: a cache being filled) cost more than the whole budget:
+    epoch 2 still gets one, and only that one is exempt."""
+    schedule = WindowSchedule(5, 5)
+    schedule.open(5, 0, 1.0)
+    schedule.cost_s = 1.38  # of 1.0 s + 1% of elapsed: spent
+    assert schedule.due(20, 1, 5, 5, now=3.0, start=0.0)
+    schedule.open(20, 1, 3.0)
+    assert not schedule.due(40, 2, 5, 5, now=5.0, start=0.0)
+    assert "profiling budget" in (schedule.missed(2, 20, 5) or "")
 
 
 def test_a_window_the_epoch_was_too_short_for_is_named(tmp_path):
@@ -126,8 +139,9 @@ def test_a_window_blocked_at_its_step_opens_later_in_the_same_epoch():
     # the budget (1 s + 1% of elapsed) frees up as the epoch goes on: not a skip
     schedule = WindowSchedule(0, 2)
     schedule.open(0, 0, 0.0)
+    schedule.open(10, 1, 1.0)  # epoch 2 has its window: epoch 3's is budgeted
     schedule.cost_s = 2.0
-    assert not schedule.due(20, 1, 5, 5, now=50.0, start=0.0)  # 2.0 s > 1.5 s
-    assert schedule.due(26, 1, 11, 5, now=150.0, start=0.0)  # 2.0 s <= 2.5 s
-    schedule.open(26, 1, 150.0)
-    assert schedule.missed(1, 20, 5) is None
+    assert not schedule.due(20, 2, 5, 5, now=50.0, start=0.0)  # 2.0 s > 1.5 s
+    assert schedule.due(26, 2, 11, 5, now=150.0, start=0.0)  # 2.0 s <= 2.5 s
+    schedule.open(26, 2, 150.0)
+    assert schedule.missed(2, 20, 5) is None

@@ -37,6 +37,7 @@ from gpudiag.analyze.ranks import (
 from gpudiag.analyze.step_times import step_stats
 from gpudiag.analyze.timing_verdict import timing_verdict
 from gpudiag.analyze.verdict import Doubts, Verdict, judge
+from gpudiag.analyze.window_phase import scaled_to_run
 from gpudiag.analyze.workload import shown, workload_facts
 from gpudiag.trace.runconfig import RunConfig
 from gpudiag.trace.timeline import Timeline
@@ -77,6 +78,7 @@ def diagnose(
         steps_recorded=_int(steps.get("count")),
     )
     advice = rules.advise_run(findings, situation)
+    scaled_to_run(advice.suggestions, ranks[0].run.window_phase)
     return Diagnosis(
         verdict=verdict.verdict,
         confidence=verdict.confidence,
@@ -93,7 +95,7 @@ def diagnose(
         sources=sorted({tl.meta.source for tl in timelines if tl.meta.source}),
         producer=", ".join(sorted({tl.meta.producer for tl in timelines})),
         activity=_activity(timelines, labels, parts),
-        run=ranks[0].run.to_dict(),
+        run={**ranks[0].run.to_dict(), "world_size": _world_size(timelines)},
         config=ranks[0].config.to_dict(),
         workload=shown(workload_facts(situation.config, situation.device_measured)),
         withheld=advice.withheld,
@@ -150,6 +152,7 @@ def _verdict(
     doubts = Doubts(
         window_note=run.note,
         windows_disagree=run.disagree,
+        unrepresentative=run.window_phase is not None,
         rank_verdicts={s.verdict for s in computing if s.steps},
         contention=next((f for f in findings if f.id == "cpu-contention"), None),
         other_as_input=_mean(
@@ -177,6 +180,11 @@ def _inconclusive_reason(ranks: list[RankView]) -> str | None:
 
 def _int(x: object) -> int | None:
     return int(x) if isinstance(x, int | float) and not isinstance(x, bool) else None
+
+
+def _world_size(timelines: list[Timeline]) -> int:
+    """Processes in the run: what a rank's trace says, or the ranks read, whichever is more."""
+    return max([len(timelines)] + [tl.meta.world_size or 1 for tl in timelines])
 
 
 def _median_ms(steps: dict[str, object]) -> float | None:

@@ -110,7 +110,25 @@ def _parallel_map(b: dict[str, Any], n: dict[str, Any]) -> bool | None:
     return bool(seq) or bool(par)
 
 
+# Inputs that have no worker pool: a generator, tf.data, arrays run in the training process
+# (tf.data's own threads are no Python workers), so the configuration as it is says
+# "one worker, no processes" even where it records neither field.
+NO_POOL = ("generator", "tf.data", "array")
+
+
+def _pool(cfg: dict[str, Any]) -> dict[str, Any]:
+    """workers / use_multiprocessing as the run has them, filled in where its input kind
+    has no worker pool."""
+    if cfg.get("input_kind") not in NO_POOL:
+        return cfg
+    pool = {"workers": 1, "use_multiprocessing": False}
+    return {**cfg, **{k: v for k, v in pool.items() if cfg.get(k) is None}}
+
+
 def _workers(b: dict[str, Any], n: dict[str, Any]) -> bool | None:
+    """More workers, or worker processes where there were none: a generator or a tf.data
+    py_function replaced by a PyDataset with worker processes is that remedy applied."""
+    b, n = _pool(b), _pool(n)
     more = _up("workers")(b, n)
     procs = _up("use_multiprocessing")(b, n)
     if more is None and procs is None:
@@ -122,7 +140,7 @@ def _workers(b: dict[str, Any], n: dict[str, Any]) -> bool | None:
 REMEDIES: list[tuple[re.Pattern[str], tuple[str, ...], Any]] = [
     (re.compile(r"parallel.*map|map.*parallel"), ("parallel_maps",), _parallel_map),
     (re.compile(r"prefetch"), ("prefetch",), _up("prefetch")),
-    (re.compile(r"worker"), ("workers", "use_multiprocessing"), _workers),
+    (re.compile(r"worker"), ("workers", "use_multiprocessing", "input_kind"), _workers),
     (re.compile(r"\bcache\b"), ("cache",), _up("cache")),
     (re.compile(r"read the source in parallel|interleave"), ("interleave",), _up("interleave")),
     (re.compile(r"multiple of the replica"), ("global_batch",), _changed("global_batch")),
@@ -149,7 +167,7 @@ def remedy_status(title: str, base: dict[str, Any], new: dict[str, Any]) -> tupl
         names = " or ".join(fields)
         if done is None:
             return "unknown", f"the runs did not both record {names}"
-        changed = [str(c) for c in config_changes(base, new) if c.field in fields]
+        changed = [str(c) for c in config_changes(_pool(base), _pool(new)) if c.field in fields]
         if done:
             return "applied", "; ".join(changed) or f"{names} changed"
         return "not applied", (

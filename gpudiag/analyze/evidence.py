@@ -32,6 +32,7 @@ class HostFacts:
     gil_p95: float | None = None  # ms
     gil_reference_p95: float | None = None  # ms
     gil_typical: float | None = None  # ms
+    load: float | None = None  # runnable tasks on the host, every process (1-min load average)
 
     @classmethod
     def of(cls, tl: Timeline) -> HostFacts:
@@ -46,6 +47,7 @@ class HostFacts:
             gil_p95=_percentile(tl, "gil_lateness", 95, busy),
             gil_reference_p95=_percentile(tl, "gil_reference_lateness", 95, busy),
             gil_typical=_percentile(tl, "gil_lateness_p50", 50, busy),
+            load=_median(tl, "host_load_1min"),
         )
 
     def own_cores(self) -> float | None:

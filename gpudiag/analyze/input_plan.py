@@ -19,18 +19,17 @@ from __future__ import annotations
 
 from gpudiag.analyze.diagnosis import Suggestion
 from gpudiag.analyze.evidence import Situation
-from gpudiag.analyze.gain import Gain, batch_scaled, capacity, pipelined, removed
+from gpudiag.analyze.gain import Gain, capacity, fair_share, pipelined, removed
+from gpudiag.analyze.input_arrays import array_remedies
 from gpudiag.analyze.input_stage import STAGE_REMEDIES
 from gpudiag.analyze.needs import Needs, OneOf
 
-# PyDataset is a Keras class and fit is what consumes it; arrays are sliced by fit
+# PyDataset is a Keras class and fit is what consumes it
 NEEDS = {
     "worker-processes": Needs(
         requires={"keras": OneOf(True)},
         check={"keras": "that Keras's fit consumes this input (the workers are a Keras feature)"},
     ),
-    "array-pipeline": Needs(requires={"keras": OneOf(True)}),
-    "bigger-batch": Needs(requires={"training": OneOf(True)}),
     "prefetch": Needs(),
     "parallel-map": Needs(),
     "less-work-per-sample": Needs(),
@@ -80,16 +79,14 @@ def _cores(s: Situation) -> int:
     return 1 if s.cpu_device else ASSUMED_GPU_HOST_CORES  # unknown: claim little or none
 
 
-def _headroom(s: Situation, contended: bool = False) -> float | None:
+def _headroom(s: Situation) -> float | None:
     """How much more CPU the run could use at best: only bounded on CPU-only runs, where the
     model and the input pipeline share the cores. Which remedies are offered ignores other
-    processes (their load comes and goes, and the same run must get the same remedies);
-    with ``contended`` the gains do not: a gain is never promised out of cores a neighbour
-    was measured holding (``cpu-contention``)."""
+    processes (their load comes and goes, and the same run must get the same remedies); the
+    gains do not (``_cpu_bounded``)."""
     if not s.cpu_device:
         return None
-    others = _others_pct(s) if contended else None
-    return capacity(s.config.cores, s.host.own_cores(), others)
+    return capacity(s.config.cores, s.host.own_cores())
 
 
 def _others_pct(s: Situation) -> float | None:
@@ -98,12 +95,30 @@ def _others_pct(s: Situation) -> float | None:
     return float(pct) if isinstance(pct, int | float) else None
 
 
-def _head_why(s: Situation, head: float) -> str:
-    why = f"CPU-only run: at most {head:.2f}× more CPU available"
+def _cpu_bounded(g: Gain, s: Situation, threads: float) -> Gain:
+    """The gain bounded by the CPU a CPU-only run can get: the machine's cores bound the
+    high end; where other processes held part of them (``cpu-contention``), the point and the
+    low end are the fair share a run with ``threads`` busy threads gets beside them
+    (``gain.fair_share``), the high end what it gets once they are gone. One basis line."""
+    head = _headroom(s)
+    if head is None:
+        return g
+    why = f"CPU-only run: at most {head:.2f}× more CPU on this machine"
     others = _others_pct(s)
-    if others is not None:
-        why += f" while other processes hold {others:.0f}% of the cores (cpu-contention)"
-    return why
+    here = fair_share(s.config.cores, s.host.own_cores(), others, threads, s.host.load)
+    if here is None or here >= min(g.point, head):
+        return g.bounded(head, None, why)
+    load, own = s.host.load, s.host.own_cores() or 0.0
+    held = (s.config.cores or 0) * (others or 0.0) / 100.0
+    tasks = (
+        f", {load - own:.1f} runnable tasks beside this run's" if load and load - own > held else ""
+    )
+    why += (
+        f"; other processes held {others:.0f}% of it (cpu-contention{tasks}), and beside "
+        f"them {threads:g} busy threads get at most {here:.2f}×: the point and low end "
+        "assume their load stays, the high end that it goes"
+    )
+    return g.bounded(head, here, why)
 
 
 def _input_gain(s: Situation, n_low: float, n: float, n_high: float, spread: str) -> Gain:
@@ -117,14 +132,11 @@ def _input_gain(s: Situation, n_low: float, n: float, n_high: float, spread: str
         pipelined(inp, n_high),
         f"input wait {inp:.0%} of step time, producer spread over {spread}{assumed}",
     )
-    if input_work(s) == "python-waiting":
+    if input_work(s) == "python-waiting" and _others_pct(s) is None:
         return g  # waiting work needs no CPU: the cores do not bound it
-    head = _headroom(s)
-    g = g.capped(head, f"CPU-only run: at most {head:.2f}× more CPU available" if head else "")
-    here = _headroom(s, contended=True)
-    if here is None or here == head:
-        return g
-    return g.capped_here(here, _head_why(s, here) + "; the high end is without them")
+    # beside other processes a producer that keeps little CPU busy may be starved of it,
+    # not waiting: the share of the cores it can get bounds it all the same
+    return _cpu_bounded(g, s, max(n_high, 1.0))
 
 
 def _workers_remedy(s: Situation, kind: str) -> list[Suggestion]:
@@ -310,81 +322,6 @@ def _unknown_remedy(s: Situation) -> list[Suggestion]:
     ]
 
 
-# Arrays given to fit: Keras slices each batch and converts it on the training thread (the
-# JAX and torch backends; TensorFlow's wraps them in tf.data with its own prefetch)
-_ARRAY_PIPELINE = {
-    "jax": "tf.data.Dataset.from_tensor_slices((x, y)).shuffle(len(x)).batch(B)"
-    ".prefetch(tf.data.AUTOTUNE), which fit iterates on the JAX backend too (needs "
-    "TensorFlow installed), or a grain DataLoader with worker processes",
-    "torch": "torch.utils.data.DataLoader(TensorDataset(x, y), batch_size=B, shuffle=True, "
-    "num_workers=2, pin_memory=True)",
-    "tensorflow": "tf.data.Dataset.from_tensor_slices((x, y)).shuffle(len(x)).batch(B)"
-    ".prefetch(tf.data.AUTOTUNE)",
-}
-
-
-# A bigger batch over arrays: slicing and dispatch are paid per step. Measured on an H100
-# (Keras 3 on JAX, 32->64->1 MLP at batch 32): a 4x batch gave 4.61x samples/s where the
-# per-step share (input + host) was 99%, more than the 3.9x of amortising it alone, since a
-# larger contiguous slice also costs less per sample; the high end claims the factor itself.
-ARRAY_BATCH_FACTOR = 4
-ARRAY_SLICE_BONUS = 1.25  # the high end: per-sample slicing cost falls too (4.61x for 4x)
-
-
-def _array_remedy(s: Situation) -> list[Suggestion]:
-    """NumPy arrays given to fit: no pipeline to tune, and nothing for dataset= to show.
-    Prefetching overlaps the slicing with compute: the step becomes the longer of the two;
-    where the step is nearly all slicing and dispatch, a bigger batch amortises them."""
-    return _array_prefetch(s) + _array_batch(s)
-
-
-def _array_batch(s: Situation) -> list[Suggestion]:
-    fixed = s.shares["input"] + s.shares["other"]
-    k = ARRAY_BATCH_FACTOR
-    g = Gain.of(
-        batch_scaled(fixed, k),
-        batch_scaled(fixed / 2, k),
-        k * ARRAY_SLICE_BONUS,
-        f"slicing and dispatch {fixed:.0%} of a step, paid once per {k}× the samples "
-        "(per sample; memory for the bigger batch not checked)",
-    )
-    batch = s.config.per_replica_batch
-    size = f"batch_size={int(batch) * k}" if batch else f"a {k}× batch_size"
-    return [
-        g.suggestion(
-            f"Train with a {k}× bigger batch",
-            f"fit({size}) (scale the learning rate with it): Keras pays the slicing and the "
-            "step's dispatch once per batch, whatever its size.",
-            _finding(s, "input-wait"),
-            "bigger-batch",
-        )
-    ]
-
-
-def _array_prefetch(s: Situation) -> list[Suggestion]:
-    inp = s.shares["input"]
-    overlap = min(inp, 1.0 - inp)
-    g = Gain.of(
-        1.0,
-        1.0,
-        removed(overlap),
-        f"not measured: slicing overlapped with compute is worth up to {removed(overlap):.2f}× "
-        f"(input wait {inp:.0%} of the step), less where it competes with the step for the CPU",
-    )
-    fw = s.config.framework or "tensorflow"
-    pipeline = _ARRAY_PIPELINE.get(fw, _ARRAY_PIPELINE["tensorflow"])
-    return [
-        g.suggestion(
-            "Feed the arrays through a prefetching pipeline",
-            "fit was given in-memory arrays: Keras slices each batch and converts it on the "
-            f"training thread while the device waits. Pass a pipeline that prepares the next "
-            f"batch during the step instead: {pipeline}.",
-            _finding(s, "input-wait"),
-            "array-pipeline",
-        )
-    ]
-
-
 def _stage_remedy(s: Situation) -> list[Suggestion]:
     """The remedy for the tf.data stage that holds the input time (a TF profile shows it)."""
     cfg = s.config
@@ -447,7 +384,7 @@ def input_remedies(s: Situation) -> list[Suggestion]:
     elif kind == "native":
         out += _parallel_map_remedy(s)
     elif kind == "array":
-        out += _array_remedy(s)
+        out += array_remedies(s, _finding(s, "input-wait"))
     else:
         out += _unknown_remedy(s)
     return out

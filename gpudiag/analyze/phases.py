@@ -37,7 +37,9 @@ from gpudiag.analyze.breakdown import (
     step_breakdown,
 )
 from gpudiag.analyze.step_times import StepRecords, step_records
+from gpudiag.analyze.throughput import steady_throughput
 from gpudiag.analyze.verdict import decide
+from gpudiag.analyze.window_phase import unrepresentative
 from gpudiag.trace.timeline import Timeline
 
 WARMUP_FACTOR = 3.0
@@ -102,6 +104,8 @@ class RunView:
     note: str = ""
     disagree: bool = False
     t0: float = 0.0
+    throughput: dict[str, Any] | None = None  # the steady part's speed (throughput.py)
+    window_phase: dict[str, Any] | None = None  # every window outside it (window_phase.py)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -109,6 +113,8 @@ class RunView:
             "phases": [p.to_dict(self.t0) for p in self.phases],
             "epochs": self.epochs,
             "note": self.note,
+            "throughput": self.throughput,
+            "window_phase": self.window_phase,
         }
 
 
@@ -151,6 +157,10 @@ def whole_run(tl: Timeline, fed_from_python: bool = False) -> RunView:
     phase = np.array(["steady"] * len(r), dtype=object)
     view.phases = _phases(tl, r, epochs, per, phase)
     view.epochs = _epoch_rows(r, epochs, per, phase)
+    spans = tl.spans
+    view.throughput = steady_throughput(
+        r, phase, spans.get(SPAN_EPOCH, []), spans.get(SPAN_EVALUATION, [])
+    )
 
     windows = _windows(tl)
     if not windows or not whole.steps_analyzed:
@@ -191,6 +201,9 @@ def whole_run(tl: Timeline, fed_from_python: bool = False) -> RunView:
                 decide(shares)[0],
             )
         )
+    view.window_phase = unrepresentative([w.phase for w in views], phase, per, r.busy)
+    if view.window_phase:
+        view.note = view.window_phase["note"]
     if len(views) <= 1:
         view.windows = views
         if view.windows:
@@ -212,7 +225,7 @@ def whole_run(tl: Timeline, fed_from_python: bool = False) -> RunView:
     verdict = decide(view.breakdown.shares)[0]
     disagreeing = sorted({w.verdict for w in steady} - {verdict})
     others = [w for w in views if w not in steady and w.verdict != verdict]
-    notes = []
+    notes = [view.note] if view.note else []
     if disagreeing:
         view.disagree = True
         notes.append(

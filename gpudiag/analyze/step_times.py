@@ -13,8 +13,20 @@ from dataclasses import dataclass
 import numpy as np
 
 from gpudiag.analyze.breakdown import Breakdown
-from gpudiag.analyze.step_ratio import evenly
 from gpudiag.trace.timeline import Timeline
+
+# ``sample_ms`` holds at most this many steps, taken evenly across the run: enough for the
+# shape of the step distribution (step_modes.py), small in the JSON.
+MAX_STEPS = 256
+
+
+def evenly(values: list[float] | np.ndarray, limit: int = MAX_STEPS) -> np.ndarray:
+    """At most ``limit`` values, taken evenly across the run (every phase keeps its share)."""
+    arr = np.asarray(values, dtype=np.float64)
+    arr = arr[np.isfinite(arr) & (arr > 0)]
+    if arr.size <= limit:
+        return arr
+    return arr[np.linspace(0, arr.size - 1, limit).round().astype(np.int64)]
 
 
 @dataclass
@@ -97,7 +109,7 @@ def step_stats(timelines: list[Timeline], parts: list[Breakdown]) -> dict[str, o
         "median_ms": round(weighted_quantile(durations, weights, 0.5) / 1000.0, 3),
         "p90_ms": round(weighted_quantile(durations, weights, 0.9) / 1000.0, 3),
         "max_ms": round(float(np.max(durations)) / 1000.0, 3),
-        # evenly across the run, for comparisons with their interval (analyze/step_ratio.py)
+        # evenly across the run: the shape of the step distribution (analyze/step_modes.py)
         "sample_ms": [round(float(v) / 1000.0, 3) for v in evenly(_each_batch(durations, weights))],
     }
 

@@ -27,6 +27,9 @@ UNEXPLAINED_CONFIDENCE = 0.25  # we know the device is idle, not why
 WINDOWS_DISAGREE = 0.8  # a steady-state profiler window reached another verdict
 RANKS_DISAGREE = 0.8  # ranks reached different verdicts
 CONTENDED = 0.6  # other processes took the host CPU: a neighbour distorts every figure
+# every profiler window fell in the warm-up or a cache-filling first epoch: the figures are
+# right, but for a phase the steady run does not repeat
+UNREPRESENTATIVE = 0.5
 COPY_CONFIDENCE = 0.5  # we know what the device does (copies), not which copies to avoid
 
 
@@ -94,6 +97,7 @@ class Doubts:
     # not a doubt but a caveat the reason carries: host time counted as input wait
     # (breakdown.python_fed), as a share of step time
     other_as_input: float = 0.0
+    unrepresentative: bool = False  # every window outside the steady run (window_phase.py)
 
 
 @dataclass
@@ -121,6 +125,8 @@ def judge(shares: dict[str, float], config: RunConfig, doubts: Doubts) -> Verdic
         )
     if doubts.windows_disagree:
         confidence *= WINDOWS_DISAGREE
+    if doubts.unrepresentative:
+        confidence *= UNREPRESENTATIVE
     if doubts.window_note:
         why += f" ({doubts.window_note})"
     if len(doubts.rank_verdicts) > 1:

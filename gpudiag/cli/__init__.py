@@ -8,8 +8,9 @@
 
 Exit codes: 0 ok; 2 unreadable or invalid input (one line on stderr, never a traceback);
 3 when ``--fail-on`` matches the verdict or NEW is more than ``--fail-on-regression`` percent
-slower; 130 on Ctrl-C. TensorFlow is imported only by ``demo``. Whatever came from input is
-printed escaped (``gpudiag.show.safe``), on any terminal encoding.
+slower; 4 when ``--fail-on-regression`` cannot judge (a run stopped early, the runs are
+different programs); 130 on Ctrl-C. TensorFlow is imported only by ``demo``. Whatever came
+from input is printed escaped (``gpudiag.show.safe``), on any terminal encoding.
 
 The commands live in ``analyze.py`` (analyze, compare) and ``live.py`` (live, demo); the
 arguments in ``parser.py``.

@@ -20,7 +20,7 @@ from gpudiag.trace.errors import TraceError, unforeseen
 if TYPE_CHECKING:
     from gpudiag.trace.limits import ReadLimits
 
-EXIT_OK, EXIT_BAD_INPUT, EXIT_FAIL_ON = 0, 2, 3
+EXIT_OK, EXIT_BAD_INPUT, EXIT_FAIL_ON, EXIT_UNJUDGED = 0, 2, 3, 4
 
 
 def fail(message: str) -> int:
@@ -172,8 +172,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
     except TraceError as e:
         return fail(str(e))
     result = compare(base, new)
-    if args.fail_on_regression is not None and result.step_time_ratio is None:
-        side = args.base if not result.base.median_step_ms else args.new
+    gate = args.fail_on_regression is not None
+    if gate and not (result.base.steps and result.new.steps):
+        side = args.base if not result.base.steps else args.new
         return fail(f"{side}: no training steps found, so step times cannot be compared")
     if args.json:
         print_json(result.to_dict())
@@ -182,6 +183,21 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
         out = Console()
         out.print(render_comparison(result, args.base, args.new))
-    if args.fail_on_regression is not None and result.regressed(args.fail_on_regression):
+    if gate and (not result.judged or result.work is None):
+        return _unjudged(result)
+    if gate and result.regressed(args.fail_on_regression):
         return EXIT_FAIL_ON
     return EXIT_OK
+
+
+def _unjudged(result: Any) -> int:
+    """The gate was asked for and cannot judge: a run stopped early, the runs are different
+    programs, or a side has no steady steps. One line on stderr, and its own exit code: a
+    gate that cannot judge neither passes nor reports a regression."""
+    sides = (("BASE", result.base), ("NEW", result.new))
+    if result.differences:
+        why = "BASE and NEW are different programs (" + ", ".join(result.differences) + ")"
+    else:
+        why = result.unmeasured or "; ".join(f"{n} {r.stopped}" for n, r in sides if r.stopped)
+    print(f"gpudiag: the regression gate cannot judge: {why}", file=sys.stderr)
+    return EXIT_UNJUDGED

@@ -168,7 +168,9 @@ def _compare(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         type=percent,
         default=None,
         metavar="PCT",
-        help="exit 3 when NEW's median step is more than PCT%% slower than BASE's",
+        help="exit 3 when NEW does its work more than PCT%% slower than BASE (work per "
+        "second, beyond the runs' noise); exit 4 when that cannot be judged (a run stopped "
+        "early, the runs are different programs)",
     )
 
 

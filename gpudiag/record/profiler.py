@@ -13,6 +13,7 @@ matching the step markers to the callback's own step times.
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
 import tempfile
 import time
@@ -35,7 +36,10 @@ class WindowSchedule:
     long epochs, whenever ``gap`` has passed. ``gap`` grows with the run (half the elapsed
     time, at least ``min_gap_s``), so a day-long fit gets windows spread over all of it
     without profiling more and more often. At most ``max_windows`` per fit, and never while
-    their measured cost exceeds ``budget_s`` plus ``budget_share`` of the elapsed time.
+    their measured cost exceeds ``budget_s`` plus ``budget_share`` of the elapsed time, except
+    the first window of the first epoch after the first window's: a multi-epoch run is never
+    left with windows in its first epoch only (warm-up, a cache being filled), whose split
+    describes a phase the rest of the run does not repeat.
 
     A new epoch's window opens at its ``in_epoch_step`` or, when it cannot open there (the
     budget is spent, the previous window is still open), at a later step of the same epoch.
@@ -77,6 +81,8 @@ class WindowSchedule:
             return False
         elapsed = now - start
         limit = self.budget_s + self.budget_share * elapsed
+        if new_epoch and all(e == self.opened[0][1] for _, e, _ in self.opened):
+            return True  # the first window outside the first epoch: never over budget
         if self.cost_s > limit:
             if early:
                 self.blocked[epoch] = (
@@ -168,6 +174,7 @@ class ProfilerWindow:
     ) -> None:
         self.backend = for_name(backend) if isinstance(backend, str) else backend
         self.keep_dir = keep_dir  # copy the raw profile here (for TensorBoard / xprof)
+        self.kept: list[str] = []  # the files copied there, relative to it
         self.first_step = max(0, first_step)
         self.last_step = self.first_step + max(1, steps) - 1
         self.logdir = ""  # a temp dir while the window has files; removed by collect/cleanup
@@ -289,6 +296,7 @@ class ProfilerWindow:
             if self.keep_dir and self.logdir:
                 with contextlib.suppress(OSError):
                     shutil.copytree(self.logdir, self.keep_dir, dirs_exist_ok=True)
+                    self.kept = _files_under(self.logdir)
             self.cleanup()
 
     def cleanup(self) -> None:
@@ -315,6 +323,15 @@ class ProfilerWindow:
             if i in self.step_times
         ]
         return float(np.median(diffs)) if diffs else None
+
+
+def _files_under(folder: str) -> list[str]:
+    """Every file under ``folder``, relative to it."""
+    return [
+        os.path.relpath(os.path.join(root, n), folder)
+        for root, _, names in os.walk(folder)
+        for n in sorted(names)
+    ]
 
 
 def shifted(tl: Timeline, shift_us: float) -> Timeline:

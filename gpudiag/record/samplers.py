@@ -90,6 +90,7 @@ def host_samples(s: HostSnapshot) -> list[Sample]:
         ("cpu_others", s.cpu_others),
         ("cpu_iowait", s.iowait),
         ("host_mem_used", s.mem_used_pct),
+        ("host_load_1min", s.load_avg[0] if s.load_avg else None),  # runnable tasks
     ):
         if value is not None:
             out.append((name, HOST, s.ts_us, float(value)))

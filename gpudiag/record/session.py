@@ -33,6 +33,7 @@ from gpudiag.record.profiler import DEFAULT_WARMUP_STEPS, ProfilerWindow, Window
 from gpudiag.record.ranks import CallTimer
 from gpudiag.record.samplers import SamplerSet
 from gpudiag.record.writer import TraceWriter
+from gpudiag.trace.kept_run import write_manifest
 from gpudiag.trace.timeline import STOPPED_EARLY, Metadata, RecordedFinding, Timeline
 
 
@@ -258,7 +259,13 @@ class RecordingSession:
         if abnormal:
             writer.update_meta(limitations=[STOPPED_EARLY])
         writer.close()
-        return writer.summary(writer.path)
+        summary = writer.summary(writer.path)
+        kept = list(dict.fromkeys(f for w in self.windows for f in w.kept))
+        if self.profile_dir and kept and not writer.failed:  # one run (trace/kept_run.py)
+            problem = write_manifest(self.profile_dir, writer.path, summary.meta.run_id, kept)
+            if problem:
+                summary.meta.limitations.append(problem)
+        return summary
 
     def _stop_watch(self) -> None:
         watch, self.watch = self.watch, None

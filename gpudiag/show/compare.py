@@ -28,15 +28,25 @@ def _ms(v: float | None) -> str:
     return "—" if v is None else f"{v:.1f} ms"
 
 
-def _side(name: str, label: str, r: RunFigures) -> Text:
+def _side(name: str, label: str, r: RunFigures, unit: str) -> Text:
     t = Text()
     t.append(f"{name:<5}", style="bold")
     t.append(f" {r.verdict.upper()} ", style=VERDICT_STYLE.get(r.verdict, ""))
-    t.append(f"  median step {_ms(r.median_step_ms)}, p90 {_ms(r.p90_step_ms)}, {r.steps} steps\n")
+    rate = r.per_second
+    speed = "" if not rate else f"{rate:,.{0 if rate >= 100 else 2}f} {unit}/s, "
+    t.append(
+        f"  {speed}median step {_ms(r.median_step_ms)}, p90 {_ms(r.p90_step_ms)}, {r.steps} steps\n"
+    )
+    if r.stopped:
+        t.append(f"      {r.stopped}\n", style="bold yellow")
     t.append(f"      {clean(label)}", style="bright_black")
     for phase in r.phases:  # warm-up, cache fill, slowdowns: a side's median hides them
         t.append(f"\n      phase: {clean(phase)}", style="bright_black")
     return t
+
+
+def _unit(c: Comparison) -> str:
+    return "samples" if c.base.global_batch and c.new.global_batch else "steps"
 
 
 def _bar(share: float, width: int = 20) -> str:
@@ -77,19 +87,21 @@ def shares_table(c: Comparison) -> FirstFit:
 
 def render_comparison(c: Comparison, base_label: str, new_label: str) -> RenderableType:
     parts: list[RenderableType] = [
-        _side("BASE", base_label, c.base),
-        _side("NEW", new_label, c.new),
+        _side("BASE", base_label, c.base, _unit(c)),
+        _side("NEW", new_label, c.new, _unit(c)),
         Text(""),
     ]
     head = Text()
-    if c.step_time_ratio is not None:
-        w = c.work or {}
-        judged = bool(w.get("measurable")) and not w.get("contended")
-        faster = w.get("speedup", 1.0) > 1.0
+    w = c.work
+    if w is not None:
+        sure = bool(w["measurable"]) and not w["contended"] and c.judged
+        faster = w["speedup"] > 1.0
         head.append(
-            f"step time ratio NEW/BASE {c.step_time_ratio:.3f}  ",
-            style=("bold green" if faster else "bold red") if judged else "bold",
+            f"work per second NEW/BASE {w['speedup']:.2f}×  ",
+            style=("bold green" if faster else "bold red") if sure else "bold",
         )
+    elif c.unmeasured:
+        head.append("not measured  ", style="bold yellow")
     head.append(clean(c.summary))
     parts += [head, Text("")]
     parts.append(shares_table(c))

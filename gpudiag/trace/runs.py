@@ -59,9 +59,11 @@ def trace_files(folder: str) -> list[str]:
 
 def run_files(args: Sequence[str]) -> list[str]:
     """The files that command-line arguments name, the one answer for ``analyze`` and
-    ``compare``: a directory gives the trace files under it (``trace_files``), a quoted glob
+    ``compare``: a directory gives the trace files under it (``trace_files``; for a profile
+    directory DiagnoseCallback kept, the run's trace instead of its windows), a quoted glob
     pattern its matches, anything else is a path. TraceError for a directory without trace
     files or a pattern that matches nothing."""
+    from gpudiag.trace.kept_run import files_of_kept_run
     from gpudiag.trace.load import matching_paths
 
     files: list[str] = []
@@ -74,7 +76,7 @@ def run_files(args: Sequence[str]) -> list[str]:
                 found = trace_files(path)
                 if not found:
                     raise TraceError(path, "directory holds no trace files")
-                files += found
+                files += files_of_kept_run(path, found)  # a callback's profile_dir
             else:
                 files.append(path)
     return files

@@ -169,6 +169,7 @@ COUNTER_NAMES = {
     "cpu_others": "%",
     "cpu_iowait": "%",
     "host_mem_used": "%",
+    "host_load_1min": "tasks",  # 1-min load average: runnable tasks, every process
     "gil_lateness": "ms",
     "gil_reference_lateness": "ms",
     "gil_lateness_p50": "ms",

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Protocol, runtime_checkable
 
-from gpudiag.analyze import input_plan
+from gpudiag.analyze import input_arrays, input_plan
 from gpudiag.analyze.diagnosis import Finding, Suggestion
 from gpudiag.analyze.evidence import HostFacts, RankEvidence, RunEvidence, Situation
 from gpudiag.analyze.needs import Needs, admit
@@ -215,7 +215,7 @@ def _worth_showing(s: Suggestion) -> bool:
 def remedy_needs() -> dict[str, Needs]:
     """Every remedy's needs, from the rule modules' ``NEEDS`` tables (and the input plan's,
     which the input rules share)."""
-    table: dict[str, Needs] = dict(getattr(input_plan, "NEEDS", {}))
+    table: dict[str, Needs] = {**input_arrays.NEEDS, **input_plan.NEEDS}
     for rule in RULES:
         table.update(getattr(rule, "NEEDS", {}))
     return table
