@@ -345,8 +345,7 @@ def _array_batch(s: Situation) -> list[Suggestion]:
         batch_scaled(fixed, k),
         batch_scaled(fixed / 2, k),
         k * ARRAY_SLICE_BONUS,
-        f"slicing and dispatch {fixed:.0%} of a step, paid once per {k}× the samples "
-        "(per sample; memory for the bigger batch not checked)",
+        f"slicing and dispatch {fixed:.0%} of a step, paid once per {k}× the samples (per sample)",
     )
     batch = s.config.per_replica_batch
     size = f"batch_size={int(batch) * k}" if batch else f"a {k}× batch_size"
@@ -357,6 +356,7 @@ def _array_batch(s: Situation) -> list[Suggestion]:
             "step's dispatch once per batch, whatever its size.",
             _finding(s, "input-wait"),
             "bigger-batch",
+            batch_factor=k,
         )
     ]
 

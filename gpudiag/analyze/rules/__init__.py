@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Protocol, runtime_checkable
 
-from gpudiag.analyze import input_plan
+from gpudiag.analyze import headroom, input_plan
 from gpudiag.analyze.diagnosis import Finding, Suggestion
 from gpudiag.analyze.evidence import HostFacts, RankEvidence, RunEvidence, Situation
 from gpudiag.analyze.needs import Needs, admit
@@ -250,6 +250,10 @@ def advise_run(findings: list[Finding], s: Situation) -> Advice:
         for offered in rule.advise(f, s):
             checked = admit(offered, needs.get(offered.remedy), facts)
             sug = checked.suggestion
+            if sug is not None:  # a batch remedy: does the bigger batch fit in memory?
+                sug, too_big = headroom.attach(sug, s.memory, s.config)
+                if too_big:
+                    checked, sug = replace(checked, withheld=too_big, source=""), None
             if sug is None:
                 if offered.title not in seen:
                     seen.add(offered.title)

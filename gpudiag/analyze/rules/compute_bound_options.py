@@ -74,7 +74,13 @@ def advise(f: Finding, s: Situation) -> list[Suggestion]:
     elsewhere = {i for i in (small_batch.ID, host_overhead.ID) if s.has(i)}
     opts = options(s.shares, s.config, s.host, s.cpu_device, s.step_ms, elsewhere)
     return [
-        o.gain.suggestion(o.title, o.detail, ID, o.key.replace("_", "-"))
+        o.gain.suggestion(
+            o.title,
+            o.detail,
+            ID,
+            o.key.replace("_", "-"),
+            batch_factor=BATCH_FACTOR if o.key == "bigger_batch" else None,
+        )
         for o in opts
         if o.gain is not None
     ]
