@@ -152,6 +152,7 @@ def stopped_early(limitations: list[str]) -> bool:
 COUNTER_NAMES = {
     "gpu_util": "%",
     "gpu_mem_used": "MiB",
+    "gpu_mem_total": "MiB",
     "gpu_mem_process": "MiB",  # held by the recording process (NVML per-process memory)
     "pcie_rx": "MB/s",
     "pcie_tx": "MB/s",
