@@ -70,13 +70,10 @@ class OpRow:
     bytes_median: float
     busbw_gbps: float
 
-    def to_dict(self) -> dict[str, object]:
-        return {
-            "op": self.op,
-            "count": self.count,
-            "message_mb": round(self.bytes_median / 1e6, 3),
-            "busbw_gbps": round(self.busbw_gbps, 2),
-        }
+    def words(self) -> str:
+        """ "all-reduce: 15 × 26.3 MB at 6.6 GB/s" (median message, bus bandwidth)."""
+        size = size_words(self.bytes_median)
+        return f"{self.op}: {self.count} × {size} at {self.busbw_gbps:.1f} GB/s"
 
 
 @dataclass
@@ -129,7 +126,8 @@ class CommFacts:
             out["transfer_ms"] = round(self.transfer_ms, 3)
             out["arrival_wait_pct"] = round(100.0 * (self.wait_share or 0.0), 1)
             out["ranks_compared"] = self.ranks
-        out["by_operation"] = [r.to_dict() for r in self.rows[:6]]
+        if len(self.rows) > 1:
+            out["by_operation"] = [r.words() for r in self.rows[:6]]
         return out
 
     def sentence(self) -> str:

@@ -259,5 +259,7 @@ def attach(sug: Suggestion, facts: MemoryFacts | None, cfg: RunConfig) -> tuple[
     most = check.get("max_factor")
     if check["fits"] is False and isinstance(most, int | float) and most < MIN_GROWTH:
         return sug, f"no bigger batch fits in memory: {check['text']}; {check['basis']}"
-    detail = f"{sug.detail.rstrip()} Memory: {check['text']}."
+    text = check["text"]
+    said = text[0].upper() + text[1:] if text.startswith("unchecked") else f"Memory: {text}"
+    detail = f"{sug.detail.rstrip()} {said}."
     return replace(sug, detail=detail, memory=check), ""

@@ -82,7 +82,7 @@ LINKS: tuple[tuple[re.Pattern[str], Link], ...] = (
     ),
     (
         re.compile(r"MI250"),
-        Link("Infinity Fabric (8 links)", 400.0, "800 GB/s bidirectional", _MI250X, 4),
+        Link("Infinity Fabric (8 links)", 400.0, "800 GB/s bidirectional", _MI250X),
     ),
     (re.compile(r"\bT4\b"), Link("PCIe 3.0 x16", 15.8, "PCIe 3.0 x16", _PCIE)),
     (

@@ -4,8 +4,8 @@ PyTorch (>= 2.1) records each collective's parameters on the ``record_param_comm
 and copies them onto the NCCL/RCCL kernel it launched (``Collective name``, ``In msg
 nelems``, ``Out msg nelems``, ``dtype``, ``Group size``); older releases keep them on the op
 only, which shares its ``External id`` with the kernel (Kineto's link from an op to the
-launches and kernels it caused). TensorFlow's collective ops name their tensor's ``shape``.
-Each reader feeds a ``SizedCollectives`` and stores what it took on ``Timeline.collectives``:
+launches and kernels it caused). The Kineto reader feeds a ``SizedCollectives`` and stores
+what it took on ``Timeline.collectives``:
 
     sizes = SizedCollectives()
     sizes.op_params(ext_id, args)                 # a record_param_comms op
@@ -20,7 +20,6 @@ an all-to-all: the larger of the input and output element counts, times the elem
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -29,7 +28,7 @@ MAX_OPS = 200_000  # collectives kept per trace: a long profile has thousands, n
 MAX_PENDING = 50_000  # kernels waiting for their op's parameters (older PyTorch)
 
 # element sizes: PyTorch's dtype names (c10 ScalarType names as record_param_comms spells
-# them), NumPy / TensorFlow names, XLA's primitive types
+# them), with the NumPy and XLA spellings of the same types
 DTYPE_BYTES: dict[str, int] = {
     "float": 4,
     "float32": 4,
@@ -108,29 +107,6 @@ def element_bytes(dtype: object) -> int | None:
     if not isinstance(dtype, str):
         return None
     return DTYPE_BYTES.get(dtype.strip().lower().removeprefix("torch."))
-
-
-_SHAPE_RE = re.compile(r"([A-Za-z][A-Za-z0-9_]*)\[([0-9,\s]*)\]")
-
-
-def shape_bytes(shape: object) -> int | None:
-    """Bytes of the tensors a shape string names: TensorFlow's ``(float[1024,256])``, XLA's
-    ``f32[1024,256]{1,0}`` or a tuple of them; None when no typed shape is found."""
-    if not isinstance(shape, str):
-        return None
-    total, seen = 0, False
-    for dtype, dims in _SHAPE_RE.findall(shape[:4096]):
-        size = element_bytes(dtype)
-        if size is None:
-            continue
-        n = 1
-        for d in dims.split(","):
-            d = d.strip()
-            if d:
-                n *= int(d)
-        total += n * size
-        seen = True
-    return total if seen else None
 
 
 def _int(x: object) -> int | None:
@@ -217,10 +193,6 @@ class SizedCollectives:
             self._pending.append((ext, ts, ts + dur, device))
         else:
             self.unsized += 1
-
-    def sized(self, p: Params, start: float, end: float, device: str) -> None:
-        """A collective whose size the reader worked out itself (a TF op's shape)."""
-        self._add(p, start, end, device)
 
     def _add(self, p: Params, start: float, end: float, device: str) -> None:
         if len(self._rows) < MAX_OPS:

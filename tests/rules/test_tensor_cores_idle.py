@@ -40,4 +40,5 @@ def test_advice():
     f = rule.detect(with_gpm(0.1))
     (sug,) = rule.advise(f, situation(compute=0.8))
     assert sug.remedy == "tensor-core-shapes" and "multiples of 8" in sug.detail
-    assert sug.expected_gain == 1.0 and sug.expected_gain_range[1] == pytest.approx(1 / 0.6, abs=0.01)
+    assert sug.expected_gain == 1.0
+    assert sug.expected_gain_range[1] == pytest.approx(1 / 0.6, abs=0.01)

@@ -25,7 +25,8 @@ ID = "low-sm-activity"
 NEEDS = {"bigger-batch": Needs(requires={"training": OneOf(True)})}
 # Under 40% of the SMs active the device is not compute-bound: a kernel that fills the GPU
 # keeps SM activity near 100% (the H100 recordings: 86-96% in a float32 conv step), and
-# NVIDIA's DCGM guidance reads SM activity under 50% as under-use of the GPU.
+# NVIDIA's DCGM guide (feature overview, profiling metrics) says under 0.5 "likely
+# indicates ineffective GPU usage": 40% is a clear case.
 SM_ACTIVE_LOW = 40.0
 BATCH_FACTOR = 2
 
