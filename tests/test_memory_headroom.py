@@ -324,3 +324,19 @@ def test_keras_run_that_keeps_memory_each_epoch_is_told_so(tmp_path):
     assert leak["suggestions"][0]["remedy"] == "find-memory-growth"
     clean = run_scenario("no_leak", tmp_path / "clean.json")
     assert "memory-growth" not in [f["id"] for f in clean["findings"]]
+
+
+def test_tensorflow_memory_profile_in_an_xplane():
+    """TF's BFC allocators in the 2-worker V100 profile: 6.2 GB peak of a 15.5 GB limit on
+    each trained GPU (GPU_1_bfc, 4.0 GB, belongs to neither worker's devices)."""
+    from gpudiag.trace.load import load_file
+
+    tls = load_file(str(ROOT / "sample_traces" / "tf_gpu_multi_worker.xplane.pb"))
+    by_device = {c.source: float(c.values.max()) for tl in tls for c in tl.counter("mem_peak")}
+    assert by_device["GPU 4"] == pytest.approx(6_208_853_760 / MIB, rel=1e-6)
+    assert by_device["GPU 6"] == pytest.approx(6_210_111_488 / MIB, rel=1e-6)
+    facts = memory_facts(tls, RunConfig(device_type="GPU"))
+    assert facts.source == "GPU 6" and facts.limit == pytest.approx(15_477_102_400, rel=1e-6)
+    assert "memory profile" in facts.reading
+    check = batch_check(facts, RunConfig(params=25_000_000, optimizer="SGD"), 2)
+    assert check["fits"] is True and check["max_factor"] == pytest.approx(2.28, abs=0.01)

@@ -119,11 +119,10 @@ def _of_one(tl: Timeline, cpu: bool) -> MemoryFacts | None:
     if peak is not None and not cpu:
         value, src = peak
         limit = _last(tl, "mem_limit", src) or _device_total(tl, src)
-        reading = (
-            "Kineto's [memory] events (tensors the caching allocator held)"
-            if tl.meta.producer == "kineto"
-            else "the framework's allocator (peak bytes in use)"
-        )
+        reading = {
+            "kineto": "Kineto's [memory] events (tensors the caching allocator held)",
+            "xplane": "TensorFlow's memory profile (the BFC allocator's peak in use)",
+        }.get(tl.meta.producer, "the framework's allocator (peak bytes in use)")
         base = _before_steps(tl, "mem_in_use", src)
         return MemoryFacts(
             "device",
