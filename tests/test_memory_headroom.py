@@ -340,3 +340,40 @@ def test_tensorflow_memory_profile_in_an_xplane():
     assert "memory profile" in facts.reading
     check = batch_check(facts, RunConfig(params=25_000_000, optimizer="SGD"), 2)
     assert check["fits"] is True and check["max_factor"] == pytest.approx(2.28, abs=0.01)
+
+
+def test_backend_readers_take_each_frameworks_own_numbers(monkeypatch):
+    """The allocator APIs as each framework answers on a GPU (the JAX figures are the H100
+    conv run's memory_stats()); a CPU device answers nothing."""
+    from types import SimpleNamespace
+
+    from gpudiag.record import memory
+
+    stats = h100_runs()["conv"]["memory"]
+    gpu = SimpleNamespace(platform="gpu", memory_stats=lambda: stats)
+    cpu = SimpleNamespace(platform="cpu", memory_stats=lambda: None)
+    monkeypatch.setitem(sys.modules, "jax", SimpleNamespace(local_devices=lambda: [cpu, gpu]))
+    (d,) = memory.jax_memory()
+    assert (d.source, d.peak, d.limit) == ("GPU 0", 5831741440, 63763906560)
+
+    logical = [SimpleNamespace(name="/device:GPU:0")]
+    tf = SimpleNamespace(
+        config=SimpleNamespace(
+            list_logical_devices=lambda kind: logical if kind == "GPU" else [],
+            experimental=SimpleNamespace(get_memory_info=lambda n: {"current": 5, "peak": 9}),
+        )
+    )
+    monkeypatch.setitem(sys.modules, "tensorflow", tf)
+    assert memory.tf_memory() == [DeviceMemory("GPU 0", 5, 9, None)]
+
+    cuda = SimpleNamespace(
+        is_available=lambda: True,
+        is_initialized=lambda: True,
+        device_count=lambda: 2,
+        memory_reserved=lambda i: 1 << 30 if i == 1 else 0,  # GPU 0 untouched: no context
+        get_device_properties=lambda i: SimpleNamespace(total_memory=80 << 30),
+        memory_allocated=lambda i: 1 << 29,
+        max_memory_allocated=lambda i: 3 << 29,
+    )
+    monkeypatch.setitem(sys.modules, "torch", SimpleNamespace(cuda=cuda))
+    assert memory.torch_memory() == [DeviceMemory("GPU 1", 1 << 29, 3 << 29, 80 << 30)]
