@@ -337,7 +337,7 @@ def test_tensorflow_memory_profile_in_an_xplane():
     assert by_device["GPU 6"] == pytest.approx(6_210_111_488 / MIB, rel=1e-6)
     facts = memory_facts(tls, RunConfig(device_type="GPU"))
     assert facts.source == "GPU 6" and facts.limit == pytest.approx(15_477_102_400, rel=1e-6)
-    assert "memory profile" in facts.reading
+    assert "memory events" in facts.reading
     check = batch_check(facts, RunConfig(params=25_000_000, optimizer="SGD"), 2)
     assert check["fits"] is True and check["max_factor"] == pytest.approx(2.28, abs=0.01)
 
@@ -377,3 +377,25 @@ def test_backend_readers_take_each_frameworks_own_numbers(monkeypatch):
     )
     monkeypatch.setitem(sys.modules, "torch", SimpleNamespace(cuda=cuda))
     assert memory.torch_memory() == [DeviceMemory("GPU 1", 1 << 29, 3 << 29, 80 << 30)]
+
+
+@pytest.mark.parametrize(
+    ("profile", "run"),
+    [
+        ("conv_tf32", "conv_diag"),
+        ("conv_fp32_highest", "conv_matmulprecision-highest_diag"),
+        ("tiny", "tiny_diag"),
+        ("starved", "starved_diag"),
+    ],
+)
+def test_jax_profiles_carry_the_allocators_peak_byte_for_byte(profile, run):
+    """JAX's GPU allocator writes the same memory events into its XSpace: the profiler
+    window's peak is the run's memory_stats() peak, and the limit its pool."""
+    from gpudiag.trace.load import load_file
+
+    (tl,) = load_file(str(H100 / f"{profile}.xplane.pb"))
+    mem = h100_runs()[run]["memory"]
+    assert tl.counter("mem_peak")[0].values.max() * MIB == pytest.approx(
+        mem["peak_bytes_in_use"], abs=1
+    )
+    assert tl.counter("mem_limit")[0].values.max() * MIB == pytest.approx(mem["bytes_limit"], abs=1)

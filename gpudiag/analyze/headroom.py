@@ -121,7 +121,7 @@ def _of_one(tl: Timeline, cpu: bool) -> MemoryFacts | None:
         limit = _last(tl, "mem_limit", src) or _device_total(tl, src)
         reading = {
             "kineto": "Kineto's [memory] events (tensors the caching allocator held)",
-            "xplane": "TensorFlow's memory profile (the BFC allocator's peak in use)",
+            "xplane": "the profile's memory events (the BFC allocator's peak in use)",
         }.get(tl.meta.producer, "the framework's allocator (peak bytes in use)")
         base = _before_steps(tl, "mem_in_use", src)
         return MemoryFacts(

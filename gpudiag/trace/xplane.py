@@ -81,7 +81,7 @@ def read_xplane(path: str) -> list[Timeline]:
     for tl in timelines:
         tl.meta.limitations.extend(notes)
     apply_gpu_facts(timelines, gpu_facts(events.space))  # the GPU: plane stats, not events
-    apply_memory(timelines, memory_profile(events.space, path))  # TF's allocator peaks
+    apply_memory(timelines, memory_profile(events.space, path))  # the allocators' peaks
     return timelines
 
 

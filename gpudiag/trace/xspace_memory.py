@@ -1,7 +1,7 @@
-"""TensorFlow's memory profile in an XSpace -> allocator counters per GPU.
+"""The memory profile in an XSpace -> allocator counters per GPU.
 
-With a GPU, TensorFlow's profiler records every allocation and free of its BFC allocators
-on the host plane (``MemoryAllocation`` / ``MemoryDeallocation`` events; xprof's
+With a GPU, TensorFlow's and JAX's profilers record every allocation and free of their BFC
+allocators on the host plane (``MemoryAllocation`` / ``MemoryDeallocation`` events; xprof's
 ``memory_profile`` tool reads them and its trace viewer leaves them out). Each carries the
 allocator's state after it: ``allocator_name`` (``GPU_4_bfc``; ``gpu_host_bfc`` is pinned
 host memory), ``bytes_allocated``, ``bytes_available`` (to its limit) and

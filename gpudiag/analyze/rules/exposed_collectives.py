@@ -38,8 +38,9 @@ NEEDS = {
 BATCH_FACTOR = 4  # the per-replica batch growth the advice proposes
 ALL_TO_ALL = ("DeepEP", "MoRI")  # expert-parallel all-to-all libraries
 NO_SIZES = (
-    "not measured: the trace records no collective sizes (PyTorch 2.1 and later record them "
-    "on record_param_comms and the NCCL kernels)"
+    "not measured: the trace records no collective sizes (PyTorch's profiler records them "
+    "from 2.1 on, on record_param_comms and the NCCL kernels; TensorFlow and JAX profiles "
+    "do not)"
 )
 
 
