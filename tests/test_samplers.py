@@ -100,7 +100,15 @@ def test_gpu_sampler_emits_driver_timestamps():
     assert len(util) >= 10
     assert all(int(ts) in driver_ts for _, _, ts, _ in util)  # not the read time
     names = {g[0] for g in got}
-    assert names == {"gpu_util", "gpu_mem_used", "pcie_rx", "pcie_tx", "gpu_power", "gpu_clock_sm"}
+    assert names == {
+        "gpu_util",
+        "gpu_mem_used",
+        "gpu_mem_total",
+        "pcie_rx",
+        "pcie_tx",
+        "gpu_power",
+        "gpu_clock_sm",
+    }
     assert names <= COUNTER_NAMES.keys()
     assert {g[1] for g in got} == {"GPU 0", "GPU 1"}
     s.stop()

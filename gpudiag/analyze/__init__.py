@@ -21,11 +21,13 @@ from typing import Any
 
 from gpudiag.analyze import rules
 from gpudiag.analyze.activity import activity_strips
+from gpudiag.analyze.bandwidth import CommFacts, comm_facts
 from gpudiag.analyze.breakdown import Breakdown, computes, merge_breakdowns, row_dicts
 from gpudiag.analyze.diagnosis import Diagnosis, Finding, RankSummary
 from gpudiag.analyze.evidence import HostFacts, RankEvidence, RunEvidence, Situation
 from gpudiag.analyze.gaps import Gaps
 from gpudiag.analyze.headline import lead
+from gpudiag.analyze.headroom import memory_facts
 from gpudiag.analyze.ranks import (
     RankView,
     device_rows,
@@ -59,9 +61,10 @@ def diagnose(
     labels = [r.label for r in ranks]
     parts = [r.breakdown for r in ranks]
     summaries = rank_summaries(ranks)
+    comm = _comm(ranks)
     # findings: each rank's, merged; then those judged over all ranks
     findings = merge_findings(
-        [_findings_of(r, prefit if i == 0 else None) for i, r in enumerate(ranks)], labels
+        [_findings_of(r, prefit if i == 0 else None, comm) for i, r in enumerate(ranks)], labels
     )
     findings += rules.detect_run(RunEvidence(labels, parts, rank_waits(ranks, summaries)))
     shares = merge_breakdowns(parts)
@@ -76,6 +79,7 @@ def diagnose(
         step_ms=_median_ms(steps),
         device_measured=any(r.timeline.has_device_activity() for r in ranks),
         steps_recorded=_int(steps.get("count")),
+        memory=memory_facts([r.timeline for r in ranks], ranks[0].config),
     )
     advice = rules.advise_run(findings, situation)
     scaled_to_run(advice.suggestions, ranks[0].run.window_phase)
@@ -102,10 +106,18 @@ def diagnose(
     )
 
 
-def _findings_of(r: RankView, prefit: Sequence[Finding] | None = None) -> list[Finding]:
+def _comm(ranks: list[RankView]) -> CommFacts | None:
+    """The sized collectives of every rank, compared (analyze/bandwidth.py)."""
+    cfg, meta = ranks[0].config, ranks[0].timeline.meta
+    return comm_facts([r.timeline for r in ranks], cfg.gpu_model, meta.world_size)
+
+
+def _findings_of(
+    r: RankView, prefit: Sequence[Finding] | None = None, comm: CommFacts | None = None
+) -> list[Finding]:
     b = r.breakdown
     return _rank_findings(
-        r.timeline, b if b.steps_analyzed else None, r.gaps, r.config, r.host, prefit
+        r.timeline, b if b.steps_analyzed else None, r.gaps, r.config, r.host, prefit, comm
     )
 
 
@@ -116,6 +128,7 @@ def _rank_findings(
     cfg: RunConfig,
     host: HostFacts,
     prefit: Sequence[Finding] | None = None,
+    comm: CommFacts | None = None,
 ) -> list[Finding]:
     """One rank's findings. The lints are judged once: those its recorder handed over
     (``prefit``), else from the rank's configuration here; the trace only refines them."""
@@ -128,7 +141,7 @@ def _rank_findings(
             for f in tl.findings
             if f.id not in ids
         ]
-    return rules.detect(RankEvidence(tl, b, gaps, cfg, host), lints)
+    return rules.detect(RankEvidence(tl, b, gaps, cfg, host, comm), lints)
 
 
 def _verdict(

@@ -58,6 +58,10 @@ class Suggestion:
     remedy: str = ""  # the remedy's id in its rule's NEEDS table (analyze/needs.py)
     # what the remedy assumes of the run that the run does not show: check these first
     assumes: list[str] = field(default_factory=list)
+    # a batch remedy: the batch multiple it proposes, and whether that fits in memory
+    # (analyze/headroom.py: needed and available bytes, the largest multiple that fits)
+    batch_factor: float | None = None
+    memory: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -13,10 +13,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from gpudiag.analyze.bandwidth import CommFacts
 from gpudiag.analyze.breakdown import Breakdown, empty_shares
 from gpudiag.analyze.compile_time import compile_spans, during
 from gpudiag.analyze.diagnosis import Finding
 from gpudiag.analyze.gaps import Gaps
+from gpudiag.analyze.headroom import MemoryFacts
 from gpudiag.trace.runconfig import RunConfig
 from gpudiag.trace.timeline import Intervals, Timeline
 
@@ -93,6 +95,8 @@ class RankEvidence:
     gaps: list[Gaps]
     config: RunConfig
     host: HostFacts
+    # the run's sized collectives against the link, every rank compared (bandwidth.py)
+    comm: CommFacts | None = None
 
     @property
     def shares(self) -> dict[str, float]:
@@ -132,6 +136,8 @@ class Situation:
     step_ms: float | None = None
     device_measured: bool | None = None  # device time was measured (kernels, copies, ops)
     steps_recorded: int | None = None
+    # peak memory where the batch lives, for the batch remedies (analyze/headroom.py)
+    memory: MemoryFacts | None = None
 
     @property
     def stopped_note(self) -> str:

@@ -43,9 +43,17 @@ class Gain:
         point = min(point, MAX_GAIN)
         return cls(min(max(1.0, point), hi) if point >= lo else lo, lo, hi, basis)
 
-    def suggestion(self, title: str, detail: str, finding: str, remedy: str = "") -> Suggestion:
+    def suggestion(
+        self,
+        title: str,
+        detail: str,
+        finding: str,
+        remedy: str = "",
+        batch_factor: float | None = None,
+    ) -> Suggestion:
         """A remedy carrying this estimate: point, basis and the range rounded for display;
-        ``remedy`` keys it in its rule's ``NEEDS`` (analyze/needs.py)."""
+        ``remedy`` keys it in its rule's ``NEEDS`` (analyze/needs.py); ``batch_factor``: the
+        batch multiple a batch remedy proposes (its memory is checked, analyze/headroom.py)."""
         return Suggestion(
             title,
             detail,
@@ -54,6 +62,7 @@ class Gain:
             finding,
             [round(self.low, 2), round(self.high, 2)],
             remedy,
+            batch_factor=batch_factor,
         )
 
     def bounded(self, head: float | None, here: float | None, why: str) -> Gain:

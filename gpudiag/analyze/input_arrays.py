@@ -67,6 +67,7 @@ def _array_batch(s: Situation, finding: str) -> list[Suggestion]:
             "step's dispatch once per batch, whatever its size.",
             finding,
             "bigger-batch",
+            batch_factor=k,
         )
     ]
 

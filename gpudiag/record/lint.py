@@ -223,6 +223,8 @@ def _model_config(model: Any) -> dict[str, Any]:
         ("run_eagerly", lambda: model.run_eagerly),
         ("steps_per_execution", lambda: model.steps_per_execution),
         ("precision", lambda: model.dtype_policy.name),
+        # a mixed_float16 model's LossScaleOptimizer wraps the one whose slots count
+        ("optimizer", lambda: _optimizer_name(model)),
     ):
         try:
             value = get()
@@ -231,6 +233,12 @@ def _model_config(model: Any) -> dict[str, Any]:
         if isinstance(value, bool | int | str) and value != "auto":
             out[key] = value
     return out
+
+
+def _optimizer_name(model: Any) -> str:
+    """The optimizer's class name; under mixed_float16 the one LossScaleOptimizer wraps."""
+    opt = model.optimizer
+    return str(type(getattr(opt, "inner_optimizer", opt)).__name__)
 
 
 def model_facts(model: Any) -> tuple[int | None, bool]:

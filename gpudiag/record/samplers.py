@@ -62,6 +62,7 @@ def gpu_samples(snaps: Iterable[GpuSnapshot]) -> list[Sample]:
         out.extend(("gpu_util", src, t, v) for t, v in s.util_samples)
         for name, value in (
             ("gpu_mem_used", s.mem_used_mib),
+            ("gpu_mem_total", s.mem_total_mib),
             ("pcie_rx", s.pcie_rx_mbs),
             ("pcie_tx", s.pcie_tx_mbs),
             ("gpu_power", s.power_w),
@@ -322,6 +323,10 @@ class SamplerSet:
                             f"{src} {', '.join(missing)}: not measured — NVML says "
                             "not supported on this GPU/driver"
                         )
+                if self.gpu.gpm_reason:  # once for all GPUs: SM activity, tensor pipes
+                    lines.append(
+                        f"GPU SM and tensor-pipe activity: not measured — {self.gpu.gpm_reason}"
+                    )
             if s.name == "host" and self.host is not None:
                 if not self.host.has_iowait:
                     lines.append("CPU iowait: not measured — this platform does not report it")

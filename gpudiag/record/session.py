@@ -29,6 +29,7 @@ from gpudiag.record.compile_watch import CompileWatch, start_watch
 from gpudiag.record.completion import StepCompletion
 from gpudiag.record.decode import GIL_BURST_S, WindowDecoder
 from gpudiag.record.generation import generation_of
+from gpudiag.record.memory import MemoryProbe
 from gpudiag.record.profiler import DEFAULT_WARMUP_STEPS, ProfilerWindow, WindowSchedule
 from gpudiag.record.ranks import CallTimer
 from gpudiag.record.samplers import SamplerSet
@@ -70,8 +71,10 @@ class RecordingSession:
         steps_per_epoch: int | None = None,
         steps_per_execution: int = 1,
         watch: CompileWatch | None = None,
+        memory: MemoryProbe | None = None,
     ) -> None:
         self.writer = writer
+        self.memory = memory  # device and host memory, read at epoch ends (record/memory.py)
         self.watch = watch  # counts the step's compilations (record/compile_watch.py)
         self.samplers = samplers
         self.backend = backend
@@ -204,6 +207,7 @@ class RecordingSession:
     def epoch_end(self, epoch: int) -> None:
         now = now_us()
         self.close_step(now)
+        self.read_memory()
         self.writer.span("epoch", self._epoch_begin_us, now, epoch=epoch)
         missed = None
         if self.schedule is not None:
@@ -238,6 +242,7 @@ class RecordingSession:
                 self.decoder.submit(window)
         self.window = None
         self.decoder.close()
+        self.read_memory()
         writer = self.writer
         self._stop_watch()
         if self.schedule is not None and not self.windows:
@@ -266,6 +271,17 @@ class RecordingSession:
             if problem:
                 summary.meta.limitations.append(problem)
         return summary
+
+    def read_memory(self) -> None:
+        """One reading of device and host memory into the trace (cheap: no device wait)."""
+        probe = self.memory
+        if probe is None:
+            return
+        for name, source, ts, value in probe.read():
+            self.writer.counter(name, source, ts, value)
+        problem = probe.new_problem()
+        if problem:
+            self.writer.update_meta(limitations=[problem])
 
     def _stop_watch(self) -> None:
         watch, self.watch = self.watch, None
@@ -354,12 +370,14 @@ def start_session(
         steps_per_epoch=steps_per_epoch,
         steps_per_execution=steps_per_execution(model),
         watch=watch,
+        memory=MemoryProbe(backend.device_memory),
     )
     try:
         samplers = session.samplers
         if samplers.gpu is not None and samplers.gpu.available:
             writer.update_meta(device_type="GPU", devices=samplers.gpu.sources)
         samplers.start_all()
+        session.read_memory()  # before the first step: what does not grow with the batch
         limitations = samplers.limitations() + list(notes)
         if limitations:
             writer.update_meta(limitations=limitations)

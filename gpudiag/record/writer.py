@@ -58,7 +58,8 @@ __all__ = ["TraceWriter", "claim_path"]
 FULL_STEPS = 2000  # steps written one by one at the start of a run (warm-up, short runs)
 GROUP_S = 1.0  # elsewhere, one aggregate event per second of steps
 AGG_S = 10.0  # counters outside windows and the first steps: one mean per 10 s
-SPARSE_COUNTERS = ("gil_",)  # one sample per GIL burst: never aggregated
+# one sample per GIL burst, memory read a few times a fit (record/memory.py): never aggregated
+SPARSE_COUNTERS = ("gil_", "mem_")
 
 WRITE_CHUNK = 1 << 16  # pending bytes that trigger a write even before flush_every
 

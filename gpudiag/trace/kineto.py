@@ -17,9 +17,12 @@ from typing import Any
 import numpy as np
 
 from gpudiag.trace.chrome import MAX_NAME, ChromeDoc, json_kind, loads
+from gpudiag.trace.collectives import SizedCollectives
 from gpudiag.trace.comm import classify
 from gpudiag.trace.errors import TraceError
 from gpudiag.trace.facts import RunFacts, host_call_kind
+from gpudiag.trace.memory_events import NAME as MEMORY_EVENT
+from gpudiag.trace.memory_events import MemoryEvents
 from gpudiag.trace.name_scan import NameCache, scanned
 from gpudiag.trace.sink import MAX_KEYS, STEP_WEIGHT, IntervalBudget, SinkTable, Totals
 from gpudiag.trace.steps_infer import ensure_steps, is_marker
@@ -101,6 +104,8 @@ def read_kineto_events(events: Iterable[Any], top: dict[str, Any], path: str) ->
     markers: SinkTable[str] = SinkTable(budget)
     is_marker_name = NameCache()  # python_function names vary: bounded
     facts = RunFacts()
+    sizes = SizedCollectives()  # collectives with their message size (record_param_comms)
+    memory = MemoryEvents()  # the allocator's totals (profile_memory=True)
     launches = graphs = 0
     hip = False
     single_process = multi_process = False
@@ -111,7 +116,9 @@ def read_kineto_events(events: Iterable[Any], top: dict[str, Any], path: str) ->
                 raise TraceError(path, f"trace event is {json_kind(ev)}, expected an object")
             cat = ev.get("cat")
             if ev.get("ph") != "X":
-                if cat == "fwdbwd":  # flow arrows from a forward op to its backward
+                if ev.get("name") == MEMORY_EVENT:
+                    memory.add(ev)
+                elif cat == "fwdbwd":  # flow arrows from a forward op to its backward
                     facts.training_evidence = facts.training_evidence or "fwdbwd flow events"
                 continue
             name = ev.get("name")
@@ -138,6 +145,7 @@ def read_kineto_events(events: Iterable[Any], top: dict[str, Any], path: str) ->
                     kind, comm = known
                     if comm is not None:
                         facts.comm(comm.library, dur)
+                        sizes.kernel(ts, dur, device, args, args.get("External id"))
                     else:
                         facts.kernel(name, dur)
                     if device in kernels or len(kernels) < MAX_KEYS:
@@ -169,6 +177,9 @@ def read_kineto_events(events: Iterable[Any], top: dict[str, Any], path: str) ->
                     steps.add(ts, ts + float(ev.get("dur", 0.0)), int(m.group(1)))
             elif cat in HOST_CATS or pid == LEGACY_CPU_PID:
                 facts.host_op(name, ev.get("args"))
+                if name == "record_param_comms":
+                    args = ev.get("args") or {}
+                    sizes.op_params(args.get("External id"), args)
                 if cat in CPU_OP_CATS:
                     ts = float(ev["ts"])
                     cpu_ops.add(name, ts, ts + float(ev.get("dur", 0.0)))
@@ -208,6 +219,8 @@ def read_kineto_events(events: Iterable[Any], top: dict[str, Any], path: str) ->
     for name, sink in host_calls.sinks.items():
         tl.add_host_call(name, *sink.take_pairs())
     tl.kernel_counts.update(kernels)
+    tl.collectives = sizes.take()
+    memory.apply(tl)
     if cpu_ops and dev:
         quiet, top = host_compute(
             {n: sink.take_pairs() for n, sink in cpu_ops.sinks.items()}, launches_at.take_pairs()
@@ -306,6 +319,9 @@ def _metadata(top: dict[str, Any], path: str) -> Metadata:
         first = props[0] if isinstance(props[0], dict) else {}
         if first.get("name"):
             meta.config.gpu_model = str(first["name"])[:MAX_NAME]
+        total = first.get("totalGlobalMem")
+        if isinstance(total, int) and not isinstance(total, bool) and total > 0:
+            meta.extra["gpu_memory_mib"] = round(total / (1 << 20), 1)
         major, minor = first.get("computeMajor"), first.get("computeMinor")
         # NVIDIA only: ROCm's Kineto writes its gfx version in the same fields (9.4 = gfx942)
         if isinstance(major, int) and isinstance(minor, int) and _nvidia(first):

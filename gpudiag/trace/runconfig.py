@@ -39,6 +39,7 @@ class RunConfig:
     precision: str | None = None  # dtype policy: float32 | mixed_float16 | mixed_bfloat16 ...
     compute_capability: float | None = None  # the GPU's, e.g. 7.5 (Tensor Cores from 7.0)
     params: int | None = None
+    optimizer: str | None = None  # its class name: "Adam", "SGD" (slots per parameter)
     batchnorm: bool | None = None
     # --- input -----------------------------------------------------------------------------
     input_kind: str | None = None  # one of INPUT_KINDS

@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from gpudiag.trace.collectives import CollectiveOps
 from gpudiag.trace.compiles import Compiles
 from gpudiag.trace.intervals import Intervals as Intervals  # re-exported: readers and
 from gpudiag.trace.intervals import subtract as subtract  # analyzers import these from here
@@ -151,6 +152,7 @@ def stopped_early(limitations: list[str]) -> bool:
 COUNTER_NAMES = {
     "gpu_util": "%",
     "gpu_mem_used": "MiB",
+    "gpu_mem_total": "MiB",
     "gpu_mem_process": "MiB",  # held by the recording process (NVML per-process memory)
     "pcie_rx": "MB/s",
     "pcie_tx": "MB/s",
@@ -170,6 +172,15 @@ COUNTER_NAMES = {
     "cpu_iowait": "%",
     "host_mem_used": "%",
     "host_load_1min": "tasks",  # 1-min load average: runnable tasks, every process
+    # what the framework's allocator reports (record/memory.py; Kineto's [memory] events)
+    "mem_in_use": "MiB",  # held for tensors now
+    "mem_peak": "MiB",  # the most held at once so far
+    "mem_limit": "MiB",  # the most the allocator may hold (its pool, else the device)
+    "mem_reserved": "MiB",  # held by a caching allocator, used or not (Kineto)
+    # the training process on the host (CPU training: the same part)
+    "mem_host_rss": "MiB",
+    "mem_host_peak": "MiB",  # the process's high-water mark (getrusage)
+    "mem_host_available": "MiB",  # what the host could still give it
     "gil_lateness": "ms",
     "gil_reference_lateness": "ms",
     "gil_lateness_p50": "ms",
@@ -238,6 +249,8 @@ class Timeline:
     step_buckets: StepBuckets = field(default_factory=StepBuckets)
     # traces and compilations of the step (compiles.py): when, of what, for which shapes
     compiles: Compiles = field(default_factory=Compiles)
+    # collectives whose message size the trace records (trace/collectives.py)
+    collectives: CollectiveOps = field(default_factory=CollectiveOps)
 
     # ---- building (readers) -------------------------------------------------------------
     def add_steps(

@@ -24,6 +24,7 @@ from gpudiag.trace.tfprof import read_tf_stream, read_tf_trace
 from gpudiag.trace.timeline import Timeline
 from gpudiag.trace.xplane_facts import apply_gpu_facts, gpu_facts
 from gpudiag.trace.xspace_events import MAX_DURATION_PS, XSpaceEvents, open_xspace
+from gpudiag.trace.xspace_memory import apply_memory, memory_profile
 
 REPLACEMENT_CHAR = "\ufffd".encode()
 MANGLED_MIN = 8  # replacement characters: a stray one is text, a protobuf has hundreds
@@ -80,6 +81,7 @@ def read_xplane(path: str) -> list[Timeline]:
     for tl in timelines:
         tl.meta.limitations.extend(notes)
     apply_gpu_facts(timelines, gpu_facts(events.space))  # the GPU: plane stats, not events
+    apply_memory(timelines, memory_profile(events.space, path))  # the allocators' peaks
     return timelines
 
 

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Protocol, runtime_checkable
 
-from gpudiag.analyze import input_arrays, input_plan
+from gpudiag.analyze import headroom, input_arrays, input_plan
 from gpudiag.analyze.diagnosis import Finding, Suggestion
 from gpudiag.analyze.evidence import HostFacts, RankEvidence, RunEvidence, Situation
 from gpudiag.analyze.needs import Needs, admit
@@ -47,6 +47,8 @@ from gpudiag.analyze.rules import (
     input_wait,
     kernel_launch_bound,
     layout_transposes,
+    low_sm_activity,
+    memory_growth,
     no_prefetch,
     partial_last_batch,
     python_generator,
@@ -57,6 +59,7 @@ from gpudiag.analyze.rules import (
     small_batch,
     small_model_multi_gpu,
     straggler,
+    tensor_cores_idle,
     untraced_time,
     whole_batch_per_replica,
     xla_off,
@@ -132,11 +135,14 @@ RANK_RULES: tuple[RankRule | LintRule, ...] = (
     inference_trace,
     kernel_launch_bound,
     allocator_stalls,
+    memory_growth,
     host_preprocessing,
     host_sync_stalls,
     host_overhead,
     small_batch,
+    low_sm_activity,
     layout_transposes,
+    tensor_cores_idle,
     full_precision,
     xla_off,
     compute_bound_options,
@@ -151,7 +157,8 @@ MIN_GAIN = 1.02  # a change worth less than 2% is not worth the reader's time
 UNESTIMATED_MIN_HIGH = 1.10  # an unestimated remedy is shown only if it could be worth 10%
 CORRECTNESS = {"batch-not-multiple-of-replicas", "partial-last-batch"}
 FREES_RESOURCES = {"gpus-held-idle"}  # shown for what they free for others, not for speed
-ALWAYS_SHOWN = CORRECTNESS | FREES_RESOURCES  # shown first, whatever their gain
+KEEPS_ALIVE = {"memory-growth"}  # shown for the crash they prevent, not for speed
+ALWAYS_SHOWN = CORRECTNESS | FREES_RESOURCES | KEEPS_ALIVE  # shown first, whatever their gain
 
 __all__ = [
     "LINT_RULES",
@@ -251,6 +258,10 @@ def advise_run(findings: list[Finding], s: Situation) -> Advice:
         for offered in (in_fits_keras(x, s.config) for x in rule.advise(f, s)):
             checked = admit(offered, needs.get(offered.remedy), facts)
             sug = checked.suggestion
+            if sug is not None:  # a batch remedy: does the bigger batch fit in memory?
+                sug, too_big = headroom.attach(sug, s.memory, s.config)
+                if too_big:
+                    checked, sug = replace(checked, withheld=too_big, source=""), None
             if sug is None:
                 if offered.title not in seen:
                     seen.add(offered.title)

@@ -21,7 +21,7 @@ from gpudiag.analyze.diagnosis import Finding, Suggestion
 from gpudiag.analyze.evidence import HostFacts, RankEvidence, Situation, pct
 from gpudiag.analyze.gain import Gain, batch_scaled, capacity, removed
 from gpudiag.analyze.needs import Needs, OneOf
-from gpudiag.analyze.rules import host_overhead, small_batch
+from gpudiag.analyze.rules import host_overhead, low_sm_activity, small_batch
 from gpudiag.analyze.verdict import decide
 from gpudiag.trace.runconfig import RunConfig
 
@@ -61,6 +61,8 @@ def detect(ev: RankEvidence) -> Finding | None:
         elsewhere.add(small_batch.ID)
     if host_overhead.detect(ev) is not None:
         elsewhere.add(host_overhead.ID)
+    if low_sm_activity.detect(ev) is not None:
+        elsewhere.add(low_sm_activity.ID)
     opts = options(ev.shares, ev.config, ev.host, ev.cpu_device, b.step_time_us / 1e3, elsewhere)
     return Finding(
         ID,
@@ -71,10 +73,16 @@ def detect(ev: RankEvidence) -> Finding | None:
 
 
 def advise(f: Finding, s: Situation) -> list[Suggestion]:
-    elsewhere = {i for i in (small_batch.ID, host_overhead.ID) if s.has(i)}
+    elsewhere = {i for i in (small_batch.ID, host_overhead.ID, low_sm_activity.ID) if s.has(i)}
     opts = options(s.shares, s.config, s.host, s.cpu_device, s.step_ms, elsewhere)
     return [
-        o.gain.suggestion(o.title, o.detail, ID, o.key.replace("_", "-"))
+        o.gain.suggestion(
+            o.title,
+            o.detail,
+            ID,
+            o.key.replace("_", "-"),
+            batch_factor=BATCH_FACTOR if o.key == "bigger_batch" else None,
+        )
         for o in opts
         if o.gain is not None
     ]
@@ -102,6 +110,8 @@ def _batch(
     key = "bigger_batch"
     if small_batch.ID in elsewhere:
         return Option(key, None, "offered by small-batch (4x)")
+    if low_sm_activity.ID in elsewhere:
+        return Option(key, None, "offered by low-sm-activity (the SMs are mostly idle)")
     k = BATCH_FACTOR
     fixed = shares["other"] + shares["input"]
     low = batch_scaled(fixed, k)

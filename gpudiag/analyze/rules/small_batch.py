@@ -80,5 +80,6 @@ def advise(f: Finding, s: Situation) -> list[Suggestion]:
             "is shared by more samples and kernels get big enough to use the device.",
             ID,
             "bigger-batch",
+            batch_factor=k,
         )
     ]

@@ -10,6 +10,7 @@ import contextlib
 from typing import Any
 
 from gpudiag.record.compile_watch import CompileWatch, Emit
+from gpudiag.record.memory import DeviceMemory
 from gpudiag.record.rank_info import RankInfo
 from gpudiag.trace.timeline import Timeline
 
@@ -103,6 +104,11 @@ class RecordBackend:
         """What counts the step's compilations during fit, writing each to ``emit``
         (``record/compile_watch.py``); None where the backend compiles nothing."""
         return None
+
+    def device_memory(self) -> list[DeviceMemory]:
+        """The framework allocator's memory per device (record/memory.py); [] where the
+        backend cannot say (a CPU-only run: the host's memory is read instead)."""
+        return []
 
     def profile_off_reason(self, multi_worker: bool) -> str | None:
         """Why the profiler window is off by default on this run (None: it is on)."""

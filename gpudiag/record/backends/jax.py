@@ -11,6 +11,7 @@ from typing import Any
 from gpudiag.record.backends.base import STEP_MARKER, ProfilerSession, RecordBackend
 from gpudiag.record.backends.xspace import decode_xspace
 from gpudiag.record.compile_watch import CompileWatch, Emit
+from gpudiag.record.memory import DeviceMemory, jax_memory
 from gpudiag.record.rank_info import RankInfo
 from gpudiag.trace.timeline import Timeline
 
@@ -74,6 +75,9 @@ class JaxBackend(RecordBackend):
 
     def decode(self, logdir: str) -> tuple[Timeline | None, str | None]:
         return decode_xspace(logdir)
+
+    def device_memory(self) -> list[DeviceMemory]:
+        return jax_memory()
 
     def compile_watch(self, model: Any, emit: Emit) -> CompileWatch | None:
         """Every jit trace, lowering and compilation (jitted step or, run eagerly, each

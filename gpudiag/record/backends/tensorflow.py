@@ -20,6 +20,7 @@ from typing import Any
 from gpudiag.record.backends.base import STEP_MARKER, ProfilerSession, RecordBackend
 from gpudiag.record.backends.xspace import decode_xspace
 from gpudiag.record.compile_watch import CompileWatch, Emit
+from gpudiag.record.memory import DeviceMemory, tf_memory
 from gpudiag.record.rank_info import RankInfo, from_tf_cluster
 from gpudiag.trace.timeline import Timeline
 
@@ -58,6 +59,9 @@ class TensorFlowBackend(RecordBackend):
 
     def decode(self, logdir: str) -> tuple[Timeline | None, str | None]:
         return decode_xspace(logdir)
+
+    def device_memory(self) -> list[DeviceMemory]:
+        return tf_memory()
 
     def compile_watch(self, model: Any, emit: Emit) -> CompileWatch | None:
         """The train function's traces; under jit_compile, XLA's compilations by their

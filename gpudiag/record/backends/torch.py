@@ -16,6 +16,7 @@ from typing import Any
 
 from gpudiag.record.backends.base import ProfilerSession, RecordBackend
 from gpudiag.record.compile_watch import CompileWatch, Emit
+from gpudiag.record.memory import DeviceMemory, torch_memory
 from gpudiag.record.rank_info import RankInfo
 from gpudiag.trace.timeline import Timeline
 
@@ -62,6 +63,9 @@ class TorchBackend(RecordBackend):
         event = torch.cuda.Event()
         event.record()
         return event.synchronize
+
+    def device_memory(self) -> list[DeviceMemory]:
+        return torch_memory()
 
     def decode(self, logdir: str) -> tuple[Timeline | None, str | None]:
         files = glob.glob(os.path.join(logdir, "*.json"))
