@@ -28,7 +28,9 @@ import keras
 
 from gpudiag.analyze.prefit import PreFit, judge
 from gpudiag.record.backends import for_name
-from gpudiag.record.lint import InputFacts, describe_input, model_facts, run_config
+from gpudiag.record.fit_input import fit_locals, given_input
+from gpudiag.record.keras_distribution import FirstBatchWatch
+from gpudiag.record.lint import InputFacts, model_facts, run_config
 from gpudiag.record.profiler import plan_windows
 from gpudiag.record.ranks import RankInfo, default_trace_template, discover
 from gpudiag.record.samplers import SamplerSet
@@ -39,7 +41,7 @@ from gpudiag.record.session import (
     steps_per_execution,
 )
 from gpudiag.record.watchdog import FitWatchdog
-from gpudiag.record.window_facts import WindowFacts, nvml_indices
+from gpudiag.record.window_facts import WindowFacts, nvml_indices, visible_gpu_indices
 from gpudiag.record.writer import TraceWriter, claim_path
 from gpudiag.show import run_end
 from gpudiag.trace.runconfig import RunConfig
@@ -52,18 +54,6 @@ DEFAULT_PROFILE_WINDOWS = 8
 # hold the GIL by themselves), one during each profiler window, and one every period.
 GIL_BURST_S = 0.5
 GIL_PERIOD_S = 10.0
-
-
-def visible_gpu_indices() -> list[int] | None:
-    """The GPUs this process may use (CUDA_VISIBLE_DEVICES as integers), for NVML, which
-    ignores the variable; None means all. UUID lists are not mapped: all GPUs are sampled."""
-    value = os.environ.get("CUDA_VISIBLE_DEVICES")
-    if value is None:
-        return None
-    parts = [p.strip() for p in value.split(",") if p.strip()]
-    if not all(p.isdigit() for p in parts):
-        return None
-    return [int(p) for p in parts]
 
 
 class DiagnoseCallback(keras.callbacks.Callback):
@@ -148,6 +138,7 @@ class DiagnoseCallback(keras.callbacks.Callback):
         self._session: RecordingSession | None = None
         self._watchdog: FitWatchdog | None = None
         self._run_token = 0
+        self._watch: FirstBatchWatch | None = None
         self._warned_disk = False
         if dataset is not None:
             # TensorFlow can fail before fit calls any callback (an uneven global batch
@@ -155,6 +146,8 @@ class DiagnoseCallback(keras.callbacks.Callback):
             with contextlib.suppress(Exception):
                 backend = for_name(keras.backend.backend())
                 self._run_lints(model, backend.replicas(model)[0])
+        # JAX shards fit's first batch before any hook runs: hear it there (first_batch)
+        self._watch = FirstBatchWatch.install(self._first_batch)
 
     @property
     def lint_findings(self) -> list[RecordedFinding]:
@@ -171,6 +164,8 @@ class DiagnoseCallback(keras.callbacks.Callback):
     # ---- keras hooks ---------------------------------------------------------------------
     def on_train_begin(self, logs: dict[str, Any] | None = None) -> None:
         t0 = time.perf_counter()
+        if self._watch is not None:  # from here on the hooks speak before any step
+            self._watch.remove()
         with self._lock:
             if self._session is not None:  # fit called again without the previous one ending
                 self._finish(abnormal=True)
@@ -309,10 +304,23 @@ class DiagnoseCallback(keras.callbacks.Callback):
             gil_bursts=(GIL_BURST_S, GIL_PERIOD_S),
         )
 
-    def _run_lints(self, model: Any, replicas: int) -> tuple[InputFacts, int | None]:
+    def _first_batch(self, rows: int) -> None:
+        """The first batch of a fit this callback is part of, about to be laid out on the
+        devices (keras.distribution on JAX): the lints now, before JAX can fail on it."""
+        fit = fit_locals() or {}
+        callbacks = fit.get("callbacks")
+        if self in list(getattr(callbacks, "callbacks", callbacks) or []):
+            model = fit.get("self")
+            replicas = for_name(keras.backend.backend()).replicas(model)[0]
+            self._run_lints(model, replicas, batch_rows=rows)
+
+    def _run_lints(
+        self, model: Any, replicas: int, batch_rows: int | None = None
+    ) -> tuple[InputFacts, int | None]:
         """Judge the pre-fit findings of this configuration (once per configuration) and
-        print those not printed before. Returns the input facts and the parameter count."""
-        facts = describe_input(self.dataset) if self.dataset is not None else InputFacts()
+        print those not printed before. Returns the input facts and the parameter count;
+        ``batch_rows``: the first batch's rows, where the input does not say its batch."""
+        facts = given_input(self.dataset, replicas)
         params, has_bn = model_facts(model)
         config = run_config(
             facts,
@@ -321,11 +329,14 @@ class DiagnoseCallback(keras.callbacks.Callback):
             framework=keras.backend.backend(),
             params=params,
             batchnorm=has_bn,
+            batch_size=batch_rows,
         )
         # the facts remedies are checked against (analyze/needs.py): Keras drives this loop
         config.api, config.keras_version = "keras", str(keras.__version__)
         with contextlib.suppress(Exception):
-            config.strategy = for_name(keras.backend.backend()).strategy(model)
+            backend = for_name(keras.backend.backend())
+            config.strategy = backend.strategy(model)
+            config.update(backend.layout(model))
         if config != self.prefit.config or not self.prefit.config.to_dict():
             self.prefit = judge(config)
         self.config = self.prefit.config
