@@ -139,6 +139,7 @@ class DiagnoseCallback(keras.callbacks.Callback):
         self._watchdog: FitWatchdog | None = None
         self._run_token = 0
         self._watch: FirstBatchWatch | None = None
+        self._batch_rows: int | None = None  # fit's first batch, as the watch heard it
         self._warned_disk = False
         if dataset is not None:
             # TensorFlow can fail before fit calls any callback (an uneven global batch
@@ -312,14 +313,12 @@ class DiagnoseCallback(keras.callbacks.Callback):
         if self in list(getattr(callbacks, "callbacks", callbacks) or []):
             model = fit.get("self")
             replicas = for_name(keras.backend.backend()).replicas(model)[0]
-            self._run_lints(model, replicas, batch_rows=rows)
+            self._batch_rows = rows  # the batch, for inputs that do not say it
+            self._run_lints(model, replicas)
 
-    def _run_lints(
-        self, model: Any, replicas: int, batch_rows: int | None = None
-    ) -> tuple[InputFacts, int | None]:
+    def _run_lints(self, model: Any, replicas: int) -> tuple[InputFacts, int | None]:
         """Judge the pre-fit findings of this configuration (once per configuration) and
-        print those not printed before. Returns the input facts and the parameter count;
-        ``batch_rows``: the first batch's rows, where the input does not say its batch."""
+        print those not printed before. Returns the input facts and the parameter count."""
         facts = given_input(self.dataset, replicas)
         params, has_bn = model_facts(model)
         config = run_config(
@@ -329,7 +328,7 @@ class DiagnoseCallback(keras.callbacks.Callback):
             framework=keras.backend.backend(),
             params=params,
             batchnorm=has_bn,
-            batch_size=batch_rows,
+            batch_size=self._batch_rows,
         )
         # the facts remedies are checked against (analyze/needs.py): Keras drives this loop
         config.api, config.keras_version = "keras", str(keras.__version__)

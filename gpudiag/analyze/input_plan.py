@@ -362,6 +362,8 @@ def _array_batch(s: Situation) -> list[Suggestion]:
 
 
 def _array_prefetch(s: Situation) -> list[Suggestion]:
+    if s.config.root_prefetch:
+        return []  # fit's own pipeline prefetches (TensorFlow's Keras makes tf.data of arrays)
     inp = s.shares["input"]
     overlap = min(inp, 1.0 - inp)
     g = Gain.of(

@@ -79,7 +79,18 @@ def _arrays(adapter: Any) -> InputFacts:
         samples=samples,
         drop_remainder=False,
         sample_bytes=_row_bytes(getattr(adapter, "_inputs", None)),
+        # TensorFlow's fit turns arrays into tf.data ending in prefetch(AUTOTUNE)
+        # (ArrayDataAdapter.get_tf_dataset); JAX and torch slice them on the training thread
+        auto_prefetch=True if _backend() == "tensorflow" else None,
     )
+
+
+def _backend() -> str:
+    with contextlib.suppress(Exception):
+        import keras
+
+        return str(keras.backend.backend())
+    return ""
 
 
 def _row_bytes(inputs: Any) -> int | None:
@@ -99,10 +110,19 @@ def _row_bytes(inputs: Any) -> int | None:
 
 
 def _py_dataset(data: Any, replicas: int) -> InputFacts:
-    """A PyDataset: its first batch's size (``describe_input``) and, where replicas split
-    it, the last batch's, which gives the sample count."""
+    """A PyDataset. Where replicas split its batches, its first and last batch are fetched
+    once (``__getitem__`` is user code, and may be slow: only where the multi-replica lints
+    need the batch and the sample count); else only what it says without a fetch."""
+    if replicas <= 1:
+        return InputFacts(
+            kind="pydataset",
+            python_source=True,
+            workers=int(getattr(data, "workers", 1) or 1),
+            use_multiprocessing=bool(getattr(data, "use_multiprocessing", False)),
+            auto_prefetch=True,
+        )
     facts = describe_input(data)
-    if replicas <= 1 or not facts.batch_size:
+    if not facts.batch_size:
         return facts
     with contextlib.suppress(Exception):
         from keras import tree

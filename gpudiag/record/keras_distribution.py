@@ -24,6 +24,7 @@ layout unchanged: it never alters what Keras does, and a fault in it is swallowe
 from __future__ import annotations
 
 import contextlib
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -127,12 +128,12 @@ def _size(variable: Any) -> int:
 
 class FirstBatchWatch:
     """Tells ``on_batch(rows)`` the leading dimension of the first array Keras lays out on
-    the devices in each fit (``fit_id`` tells fits apart), until removed."""
+    the devices in each fit (fit's epoch iterator tells fits apart), until removed."""
 
     def __init__(self, dist: Any, on_batch: Callable[[int], None]) -> None:
         self.dist = dist
         self.on_batch = on_batch
-        self.heard: Any = None  # the fit last heard (its epoch iterator)
+        self.heard: weakref.ref[Any] | None = None  # the last fit heard (its epoch iterator)
         original = dist.get_data_layout
         watch = self
 
@@ -158,10 +159,10 @@ class FirstBatchWatch:
         from gpudiag.record.fit_input import fit_locals
 
         fit = fit_locals()
-        key = id(fit.get("epoch_iterator")) if fit is not None else None
-        if key is None or key == self.heard or not data_shape:
+        it = fit.get("epoch_iterator") if fit is not None else None
+        if it is None or not data_shape or (self.heard is not None and self.heard() is it):
             return
-        self.heard = key
+        self.heard = weakref.ref(it)  # not the iterator itself: it holds the user's data
         self.on_batch(int(data_shape[0]))
 
     def remove(self) -> None:

@@ -156,6 +156,10 @@ def _how(cfg: RunConfig, f: Finding) -> str:
             "let the PyDataset's __len__ count whole batches only (samples // batch_size), "
             "so it never yields the short one"
         )
+    if cfg.input_kind == "generator":
+        return f"let the generator yield whole batches of {batch} only, not the short last one"
+    if cfg.input_kind == "dataloader":
+        return f"DataLoader(..., batch_size={batch}, drop_last=True)"
     return f"ds.batch({batch}, drop_remainder=True)"
 
 
