@@ -39,6 +39,7 @@ class ModelParallel:  # named as Keras's class: the strategy is told by the clas
     def __init__(self, shape: tuple[int, ...], names: list[str], batch: str) -> None:
         self.device_mesh, self.batch_dim_name = _Mesh(shape, names), batch
         self.asked: list[tuple[int, ...]] = []
+        self.num_processes = 1
 
     def get_data_layout(self, shape: tuple[int, ...]) -> str:
         self.asked.append(shape)
@@ -60,6 +61,11 @@ def test_replicas_are_the_mesh_batch_axis():
     assert mp is not None and (mp.strategy, mp.replicas) == ("keras-model-parallel", 2)
     assert mp.config() == {"mesh": "data=2 × model=2"}
     assert mesh_facts(None) is None
+    # two processes, each feeding its own batch to 4 of the 8 devices
+    multi = DataParallel((8,), ["batch"], "batch")
+    multi.num_processes = 2
+    facts = mesh_facts(multi)
+    assert facts is not None and facts.replicas == 4
 
 
 def test_model_parallel_note_says_the_mesh_and_a_layout_map_that_shards_nothing():

@@ -4,7 +4,8 @@ ModelParallel shards; and a watch on the first batch Keras lays out on the devic
 
 The batch splits over the mesh's batch axis only (``batch_dim_name``): a DataParallel over
 4 devices splits it 4 ways, a ModelParallel on a (2, 2) mesh of ("batch", "model") 2 ways,
-its variables sharded over "model". Those are the replicas the lints count.
+its variables sharded over "model". Those are the replicas the lints count (per process,
+where several processes each give ``fit`` their own batch).
 
 Why a watch: on the JAX backend ``fit`` builds the model from its first batch
 (``Trainer._symbolic_build``) and shards that batch over the devices before any callback
@@ -45,11 +46,17 @@ class MeshFacts:
     axes: dict[str, int] = field(default_factory=dict)  # mesh axis -> size, in order
     batch_axis: str = "batch"
     sharded: str | None = None  # ModelParallel: which variables are split, over which axes
+    processes: int = 1  # multi-process JAX: each process feeds its own part of the batch
 
     @property
     def replicas(self) -> int:
-        """Ways the batch splits: the size of the mesh's batch axis."""
-        return self.axes.get(self.batch_axis) or max(1, len(self.devices))
+        """Ways the batch ``fit`` is given splits: the size of the mesh's batch axis, or
+        its share per process where several processes each feed their own batch (Keras
+        gives each process's batch to ``jax.make_array_from_process_local_data``)."""
+        ways = self.axes.get(self.batch_axis) or max(1, len(self.devices))
+        if self.processes > 1 and ways % self.processes == 0:
+            return max(1, ways // self.processes)
+        return ways
 
     @property
     def mesh(self) -> str:
@@ -85,6 +92,8 @@ def mesh_facts(dist: Any, model: Any = None) -> MeshFacts | None:
         return None
     name = type(dist).__name__
     facts = MeshFacts(KERAS_DISTRIBUTIONS.get(name, name), devices, axes, batch_axis)
+    with contextlib.suppress(Exception):
+        facts.processes = max(1, int(dist.num_processes))
     if name != "DataParallel":
         with contextlib.suppress(Exception):
             facts.sharded = _sharded(model)
