@@ -28,10 +28,12 @@ from typing import Any
 import keras
 
 from gpudiag.analyze.prefit import PreFit, judge
+from gpudiag.record.fit_input import fit_locals, given_input
 from gpudiag.record.generation import Keras2Hooks, Keras3, generation_of
-from gpudiag.record.lint import InputFacts, describe_input, model_facts, run_config
+from gpudiag.record.keras_distribution import FirstBatchWatch
+from gpudiag.record.lint import InputFacts, model_facts, run_config
 from gpudiag.record.profiler import plan_windows
-from gpudiag.record.ranks import RankInfo, default_trace_template, discover
+from gpudiag.record.ranks import RankInfo, claim_trace_path, discover
 from gpudiag.record.samplers import SamplerSet
 from gpudiag.record.session import (
     RecordingSession,
@@ -40,8 +42,8 @@ from gpudiag.record.session import (
     steps_per_execution,
 )
 from gpudiag.record.watchdog import FitWatchdog
-from gpudiag.record.window_facts import WindowFacts, nvml_indices
-from gpudiag.record.writer import TraceWriter, claim_path
+from gpudiag.record.window_facts import WindowFacts, nvml_indices, visible_gpu_indices
+from gpudiag.record.writer import TraceWriter
 from gpudiag.show import run_end
 from gpudiag.trace.runconfig import RunConfig
 from gpudiag.trace.timeline import Metadata, RecordedFinding
@@ -53,18 +55,6 @@ DEFAULT_PROFILE_WINDOWS = 8
 # hold the GIL by themselves), one during each profiler window, and one every period.
 GIL_BURST_S = 0.5
 GIL_PERIOD_S = 10.0
-
-
-def visible_gpu_indices() -> list[int] | None:
-    """The GPUs this process may use (CUDA_VISIBLE_DEVICES as integers), for NVML, which
-    ignores the variable; None means all. UUID lists are not mapped: all GPUs are sampled."""
-    value = os.environ.get("CUDA_VISIBLE_DEVICES")
-    if value is None:
-        return None
-    parts = [p.strip() for p in value.split(",") if p.strip()]
-    if not all(p.isdigit() for p in parts):
-        return None
-    return [int(p) for p in parts]
 
 
 class DiagnoseCallback(Keras2Hooks, keras.callbacks.Callback):
@@ -151,6 +141,8 @@ class DiagnoseCallback(Keras2Hooks, keras.callbacks.Callback):
         self._session: RecordingSession | None = None
         self._watchdog: FitWatchdog | None = None
         self._run_token = 0
+        self._watch: FirstBatchWatch | None = None
+        self._batch_rows: int | None = None  # fit's first batch, as the watch heard it
         self._warned_disk = False
         if dataset is not None:
             # TensorFlow can fail before fit calls any callback (an uneven global batch
@@ -159,6 +151,8 @@ class DiagnoseCallback(Keras2Hooks, keras.callbacks.Callback):
                 gen = generation_of(model)
                 if not self._refuses(gen, model):
                     self._run_lints(model, gen.backend().replicas(model)[0], gen)
+        # JAX shards fit's first batch before any hook runs: hear it there (first_batch)
+        self._watch = FirstBatchWatch.install(self._first_batch)
 
     @property
     def lint_findings(self) -> list[RecordedFinding]:
@@ -175,6 +169,8 @@ class DiagnoseCallback(Keras2Hooks, keras.callbacks.Callback):
     # ---- keras hooks ---------------------------------------------------------------------
     def on_train_begin(self, logs: dict[str, Any] | None = None) -> None:
         t0 = time.perf_counter()
+        if self._watch is not None:  # from here on the hooks speak before any step
+            self._watch.remove()
         with self._lock:
             if self._session is not None:  # fit called again without the previous one ending
                 self._finish(abnormal=True)
@@ -225,7 +221,7 @@ class DiagnoseCallback(Keras2Hooks, keras.callbacks.Callback):
         trained = devices or backend.default_devices()
         self.config.train_gpus = nvml_indices(trained, os.environ.get("CUDA_VISIBLE_DEVICES"))
         info = self.rank_info = discover(self.model, backend)
-        self.trace_path = self._claim_trace_path(info)
+        self.trace_path = claim_trace_path(self._path_template, info)
         extra: dict[str, Any] = {
             "cpu_count": self.config.cores,
             "params": params,
@@ -285,16 +281,6 @@ class DiagnoseCallback(Keras2Hooks, keras.callbacks.Callback):
         )
         self._watchdog.start()
 
-    def _claim_trace_path(self, info: RankInfo) -> str:
-        """This run's own file, resolved now (cwd, rank); never one a previous run wrote."""
-        template = self._path_template or default_trace_template(
-            info, time.strftime("%Y%m%d-%H%M%S")
-        )
-        try:
-            return claim_path(template, info.rank)
-        except OSError:  # read-only or vanished place: the writer says so, the summary goes on
-            return os.path.abspath(template.replace("{rank}", str(info.rank or 0)))
-
     def _disk_problem(self, why: str) -> None:
         if not self._warned_disk:
             self._warned_disk = True
@@ -323,10 +309,21 @@ class DiagnoseCallback(Keras2Hooks, keras.callbacks.Callback):
             self._say.once(problem)
         return problem is not None
 
+    def _first_batch(self, rows: int) -> None:
+        """The first batch of a fit this callback is part of, about to be laid out on the
+        devices (keras.distribution on JAX): the lints now, before JAX can fail on it."""
+        fit = fit_locals() or {}
+        callbacks = fit.get("callbacks")
+        if self in list(getattr(callbacks, "callbacks", callbacks) or []):
+            model = fit.get("self")
+            gen = generation_of(model)
+            self._batch_rows = rows  # the batch, for inputs that do not say it
+            self._run_lints(model, gen.backend().replicas(model)[0], gen)
+
     def _run_lints(self, model: Any, replicas: int, gen: Keras3) -> tuple[InputFacts, int | None]:
         """Judge the pre-fit findings of this configuration (once per configuration) and
         print those not printed before. Returns the input facts and the parameter count."""
-        facts = describe_input(self.dataset) if self.dataset is not None else InputFacts()
+        facts = given_input(self.dataset, replicas)
         params, has_bn = model_facts(model)
         config = run_config(
             facts,
@@ -335,12 +332,15 @@ class DiagnoseCallback(Keras2Hooks, keras.callbacks.Callback):
             framework=gen.backend().name,
             params=params,
             batchnorm=has_bn,
+            batch_size=self._batch_rows,
         )
         config.update(gen.config_fields(model))
         # the facts remedies are checked against (analyze/needs.py): Keras drives this loop
         config.api, config.keras_version = "keras", gen.version
         with contextlib.suppress(Exception):
-            config.strategy = gen.backend().strategy(model)
+            backend = gen.backend()
+            config.strategy = backend.strategy(model)
+            config.update(backend.layout(model))
         if config != self.prefit.config or not self.prefit.config.to_dict():
             self.prefit = judge(config)
         self.config = self.prefit.config

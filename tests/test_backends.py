@@ -55,6 +55,8 @@ def run(backend: str, name: str, tmp: Path) -> dict:
     )
     line = next((ln for ln in r.stdout.splitlines() if ln.startswith("RESULT ")), None)
     assert line is not None, f"{backend} {name} failed:\n{r.stdout[-2000:]}\n{r.stderr[-3000:]}"
+    # the profilers gpudiag starts print nothing of their own (Kineto's USDT/ERROR lines)
+    assert "USDT:" not in r.stderr and "gpuGetDeviceCount" not in r.stderr, r.stderr[-2000:]
     result = json.loads(line[len("RESULT ") :])
     assert result["backend"] == backend
     return result

@@ -24,6 +24,7 @@ from gpudiag.analyze.activity import activity_strips
 from gpudiag.analyze.bandwidth import CommFacts, comm_facts
 from gpudiag.analyze.breakdown import Breakdown, computes, merge_breakdowns, row_dicts
 from gpudiag.analyze.diagnosis import Diagnosis, Finding, RankSummary
+from gpudiag.analyze.distribution import model_parallel_note
 from gpudiag.analyze.evidence import HostFacts, RankEvidence, RunEvidence, Situation
 from gpudiag.analyze.gaps import Gaps
 from gpudiag.analyze.headline import lead
@@ -95,7 +96,10 @@ def diagnose(
         devices=device_rows(ranks),
         steps=steps,
         per_step=_first_rows(parts),
-        limitations=sorted({lim for tl in timelines for lim in tl.meta.limitations}),
+        limitations=sorted(
+            {lim for tl in timelines for lim in tl.meta.limitations}
+            | {note for note in [model_parallel_note(ranks[0].config)] if note}
+        ),
         sources=sorted({tl.meta.source for tl in timelines if tl.meta.source}),
         producer=", ".join(sorted({tl.meta.producer for tl in timelines})),
         activity=_activity(timelines, labels, parts),

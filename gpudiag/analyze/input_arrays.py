@@ -73,6 +73,8 @@ def _array_batch(s: Situation, finding: str) -> list[Suggestion]:
 
 
 def _array_prefetch(s: Situation, finding: str) -> list[Suggestion]:
+    if s.config.root_prefetch:
+        return []  # fit's own pipeline prefetches (TensorFlow's Keras makes tf.data of arrays)
     inp = s.shares["input"]
     overlap = min(inp, 1.0 - inp)
     g = Gain.of(

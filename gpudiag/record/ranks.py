@@ -78,6 +78,19 @@ def discover(model: Any, backend: RecordBackend) -> RankInfo:
     return info
 
 
+def claim_trace_path(template: str | None, info: RankInfo) -> str:
+    """This run's own file, resolved now (cwd, rank); never one a previous run wrote."""
+    import time
+
+    from gpudiag.record.writer import claim_path
+
+    template = template or default_trace_template(info, time.strftime("%Y%m%d-%H%M%S"))
+    try:
+        return claim_path(template, info.rank)
+    except OSError:  # read-only or vanished place: the writer says so, the summary goes on
+        return os.path.abspath(template.replace("{rank}", str(info.rank or 0)))
+
+
 def default_trace_template(info: RankInfo, stamp: str) -> str:
     """``gpudiag-trace-<time>.json``, one file per rank on multi-worker runs."""
     if info.multi_worker:

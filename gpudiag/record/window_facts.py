@@ -14,6 +14,7 @@ GPUs the strategy trains on are given as NVML indices, the numbering the NVML co
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -68,3 +69,15 @@ def nvml_indices(devices: list[str], visible: str | None) -> str | None:
             return None
         ordinals = [int(parts[o]) for o in ordinals]
     return ",".join(str(o) for o in sorted(set(ordinals)))
+
+
+def visible_gpu_indices() -> list[int] | None:
+    """The GPUs this process may use (CUDA_VISIBLE_DEVICES as integers), for NVML, which
+    ignores the variable; None means all. UUID lists are not mapped: all GPUs are sampled."""
+    value = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if value is None:
+        return None
+    parts = [p.strip() for p in value.split(",") if p.strip()]
+    if not all(p.isdigit() for p in parts):
+        return None
+    return [int(p) for p in parts]

@@ -1,4 +1,4 @@
-"""Keep native libraries' log lines (absl, TensorFlow, xprof) out of gpudiag's output.
+"""Keep native libraries' log lines (absl, TensorFlow, xprof, Kineto) out of gpudiag's output.
 
     with quiet_stderr():
         noisy_native_call()
@@ -51,8 +51,13 @@ def quiet_stderr() -> Iterator[list[str]]:
             captured.extend(raw.decode("utf-8", "replace").splitlines())
 
 
-# absl / glog: "I0000 00:00:1795447606.505280    4152 profiler_session.cc:117] ..."
-_NATIVE_LOG = re.compile(rb"^[IWEF]\d{4} [\d:.]+\s+\d+ [\w./-]+:\d+\] ")
+# absl / glog: "I0000 00:00:1795447606.505280    4152 profiler_session.cc:117] ..."; and
+# Kineto (torch.profiler): "USDT:2026-11-27 02:21:41 27671:27671 SyncActivityProfilerHandler
+# .cpp:39] profiler_start", "ERROR:... DeviceProperties.cpp:56] gpuGetDeviceCount failed ..."
+_NATIVE_LOG = re.compile(
+    rb"^(?:[IWEF]\d{4} [\d:.]+\s+\d+ "
+    rb"|[A-Z]+:\d{4}-\d\d-\d\d [\d:.]+ \d+:\d+ )[\w./-]+:\d+\] "
+)
 _NATIVE_PREAMBLE = (b"WARNING: All log messages before absl::InitializeLog()",)
 
 

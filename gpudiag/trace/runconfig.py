@@ -62,7 +62,9 @@ class RunConfig:
     # mirrored | multi-worker-mirrored | tpu | parameter-server | keras-data-parallel |
     # keras-model-parallel | ddp | fsdp | none (one device, no strategy)
     strategy: str | None = None
-    replicas: int | None = None
+    replicas: int | None = None  # ways the global batch splits (data-parallel replicas)
+    mesh: str | None = None  # keras.distribution's device mesh: "batch=2 × model=2"
+    sharded: str | None = None  # what a ModelParallel splits: "2 of 6 variables (...)"
     global_batch: int | None = None
     sample_bytes: int | None = None  # one input element (features and labels), from element_spec
     train_gpus: str | None = None  # GPUs the strategy trains on, NVML indices: "0,1"

@@ -78,6 +78,7 @@ from gpudiag.trace.tf_pipeline import PipelineStages, note_pipeline
 from gpudiag.trace.tf_steps import HOST_ACTIVITY, HOST_BRIDGE_US, align_device_steps, host_spans
 from gpudiag.trace.tf_xla import XlaLine
 from gpudiag.trace.timeline import Kind, Metadata, Timeline
+from gpudiag.trace.xla_cpu import XlaCpuDevices
 
 __all__ = ["looks_like_tf", "read_tf_stream", "read_tf_trace"]
 
@@ -118,6 +119,7 @@ class _Gathered:
         self.func_steps = budget.sink(False, "", STEP_WEIGHT)
         self.cpu_ops: SinkTable[int] = SinkTable(budget)  # by replica
         self.cpu_shards = budget.sink()  # Eigen intra-op work
+        self.xla_cpu = XlaCpuDevices(budget)  # JAX's host devices, by device ordinal
         # one interval per all-reduce participant: each is given to a replica at the end
         self.cpu_coll = budget.sink(mergeable=False)
         self.inputs = budget.sink()
@@ -286,6 +288,7 @@ def _gather(doc: ChromeDoc, g: _Gathered, live: bool) -> None:
             wrapper = name == "ThreadpoolListener::Region" and not eigen
             if not wrapper and "wait for completion" not in name:
                 g.cpu_shards.add(ts, end)
+                g.xla_cpu.add(name, ts, end, ev.get("args"))
         elif what == KERAS_NEXT:
             g.keras_seen = g.keras_seen or is_keras_adapter(name)
             if "keras_input" not in g.pipeline and (given := keras_input(name)) is not None:
@@ -325,7 +328,8 @@ def _build(g: _Gathered, meta: Metadata) -> list[Timeline]:
     g.work.into(base, g.cpu_ops, steps, cpu_only=not g.dev and not g.xla)
     if not g.dev and not g.xla and (g.cpu_ops or len(g.cpu_shards)):
         meta.device_type = "CPU"
-        add_cpu_replicas(base, g.cpu_ops, g.cpu_shards, g.cpu_coll)
+        if g.cpu_ops or not g.xla_cpu.into(base):  # JAX's host devices: a lane each
+            add_cpu_replicas(base, g.cpu_ops, g.cpu_shards, g.cpu_coll)
     else:
         devices = stream_devices | set(g.xla)
         meta.device_type = ", ".join(sorted({d.partition(" ")[0] for d in devices}))

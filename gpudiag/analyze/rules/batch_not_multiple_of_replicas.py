@@ -2,8 +2,10 @@
 replicas.
 
 Why it matters: it is a correctness fault before it is a cost. TensorFlow may fail on the
-first step with a shape error, or pad the uneven shards; the callback prints this before
-``fit`` gets there.
+first step with a shape error, or pad the uneven shards; JAX (``keras.distribution``) cannot
+shard the batch over the mesh's batch axis and raises ``IndivisibleError`` on the first
+batch. The callback prints this before ``fit`` gets there (under keras.distribution, from
+the first batch's layout: ``record/keras_distribution.py``).
 
 Example: "Global batch 98 does not divide by 4 replicas". Fix: a global batch of 96 or 100
 (per-replica batch × replicas). A correctness fix: always shown, first.
@@ -35,8 +37,8 @@ def check(cfg: RunConfig) -> Finding | None:
             "global_batch": batch,
             "replicas": replicas,
             "remainder": batch % replicas,
-            "fix": f"Use a global batch of {lo} or {hi} (per-replica batch × {replicas}); "
-            "TensorFlow may fail on the first step with a shape error otherwise",
+            "fix": f"Use a global batch of {lo} or {hi} (per-replica batch × {replicas}"
+            f"{_where(cfg)}); {_consequence(cfg, batch, replicas)}",
         },
         "lint",
     )
@@ -48,8 +50,27 @@ def advise(f: Finding, s: Situation) -> list[Suggestion]:
             "Make the global batch a multiple of the replica count",
             str(f.evidence.get("fix") or "Use global_batch = per_replica_batch × replicas."),
             1.0,
-            "correctness: TensorFlow fails or pads uneven shards",
+            "correctness: the framework fails or pads uneven shards",
             ID,
             remedy="batch-multiple-of-replicas",
         )
     ]
+
+
+def _where(cfg: RunConfig) -> str:
+    """Where the batch is set, for the input the run was given."""
+    if cfg.input_kind == "array":
+        return ": fit(batch_size=...)"
+    if cfg.input_kind == "tf.data":
+        return ": ds.batch(...)"
+    return ""
+
+
+def _consequence(cfg: RunConfig, batch: int, replicas: int) -> str:
+    """What the framework does with the uneven batch."""
+    if cfg.framework == "jax":
+        return (
+            f"JAX cannot shard {batch} rows over {replicas} devices: the first batch fails "
+            "with IndivisibleError"
+        )
+    return "TensorFlow may fail on the first step with a shape error otherwise"

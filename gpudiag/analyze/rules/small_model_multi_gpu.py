@@ -6,7 +6,8 @@ million parameters, or fewer than 16 samples per replica.
 Why it costs time: every step synchronises the gradients and dispatches the step once per
 replica, while each device gets too little work to hide either.
 Example: ``MirroredStrategy`` over 2 devices for an 8,449-parameter MLP at 32 samples per
-replica (tests/compare_pairs.py records such a run with and without the strategy).
+replica (tests/compare_pairs.py records such a run with and without the strategy); Keras's
+``DataParallel`` over 2 JAX devices for a 609-parameter MLP at 16.
 Fix: train on one device (or fewer), or give each replica more work per all-reduce.
 """
 
@@ -71,10 +72,22 @@ def _fewer_replicas(f: Finding, s: Situation) -> Suggestion:
     )
     return g.suggestion(
         "Train on one replica (fewer devices)",
-        "Build and fit the model without the distribution strategy, or give the strategy fewer "
-        f"devices: {f.evidence.get('params') or 'this few'} parameters at "
+        f"{_fewer(s.config)}: {f.evidence.get('params') or 'this few'} parameters at "
         f"{f.evidence.get('per_replica_batch')} samples per replica cannot hide the per-replica "
         "dispatch and the gradient all-reduce. Scale out again when the model or batch grows.",
         ID,
         "fewer-replicas",
+    )
+
+
+def _fewer(cfg: RunConfig) -> str:
+    """How to train on fewer devices, in the words of the distribution the run used."""
+    if cfg.strategy in ("keras-data-parallel", "keras-model-parallel"):
+        return (
+            "Fit without keras.distribution.set_distribution(...), or give the distribution "
+            "fewer devices (DataParallel(devices=jax.devices()[:n]))"
+        )
+    return (
+        "Build and fit the model without the distribution strategy, or give the strategy "
+        "fewer devices"
     )

@@ -6,19 +6,15 @@ replica unless Keras's own distribution says more, ranks from the launcher's var
 
 from __future__ import annotations
 
-import contextlib
 from typing import Any
 
 from gpudiag.record.compile_watch import CompileWatch, Emit
+from gpudiag.record.keras_distribution import current, mesh_facts
 from gpudiag.record.memory import DeviceMemory
 from gpudiag.record.rank_info import RankInfo
 from gpudiag.trace.timeline import Timeline
 
 STEP_MARKER = "train"
-_KERAS_DISTRIBUTIONS = {
-    "DataParallel": "keras-data-parallel",
-    "ModelParallel": "keras-model-parallel",
-}
 
 
 class ProfilerSession:
@@ -71,26 +67,23 @@ class RecordBackend:
         return ""
 
     def replicas(self, model: Any) -> tuple[int, list[str]]:
-        """Replica count and devices from Keras's distribution (JAX's data parallelism)."""
-        with contextlib.suppress(Exception):
-            import keras
-
-            dist = keras.distribution.distribution()
-            if dist is not None:
-                devices = list(dist.device_mesh.devices.flatten())
-                return len(devices), [str(d) for d in devices]
+        """Ways the batch splits and the devices, from Keras's distribution (JAX's
+        DataParallel: every device; ModelParallel: the mesh's batch axis)."""
+        facts = mesh_facts(current(), model)
+        if facts is not None:
+            return facts.replicas, facts.devices
         return 1, []
 
     def strategy(self, model: Any) -> str:
         """The distribution the model trains under, in RunConfig.strategy's words: Keras's
         own (JAX's DataParallel, ModelParallel), else "none"."""
-        with contextlib.suppress(Exception):
-            import keras
+        facts = mesh_facts(current(), model)
+        return facts.strategy if facts is not None else "none"
 
-            dist = keras.distribution.distribution()
-            if dist is not None:
-                return _KERAS_DISTRIBUTIONS.get(type(dist).__name__, type(dist).__name__)
-        return "none"
+    def layout(self, model: Any) -> dict[str, str]:
+        """RunConfig's ``mesh`` and ``sharded`` under a keras.distribution ({}: none)."""
+        facts = mesh_facts(current(), model)
+        return facts.config() if facts is not None else {}
 
     def default_devices(self) -> list[str]:
         """The devices a run without a distribution strategy trains on ([]: unknown)."""
