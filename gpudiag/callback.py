@@ -28,6 +28,7 @@ import keras
 
 from gpudiag.analyze.prefit import PreFit, judge
 from gpudiag.record.backends import for_name
+from gpudiag.record.fit_clock import find_callbacks
 from gpudiag.record.lint import InputFacts, describe_input, model_facts, run_config
 from gpudiag.record.profiler import plan_windows
 from gpudiag.record.ranks import RankInfo, default_trace_template, discover
@@ -171,6 +172,7 @@ class DiagnoseCallback(keras.callbacks.Callback):
     # ---- keras hooks ---------------------------------------------------------------------
     def on_train_begin(self, logs: dict[str, Any] | None = None) -> None:
         t0 = time.perf_counter()
+        began_us = now_us()
         with self._lock:
             if self._session is not None:  # fit called again without the previous one ending
                 self._finish(abnormal=True)
@@ -178,6 +180,7 @@ class DiagnoseCallback(keras.callbacks.Callback):
             self.windows_taken = []
         try:
             self._begin()
+            self._time_callbacks(began_us)
         except Exception as e:  # gpudiag must never break training
             self._say(f"gpudiag: recording disabled ({type(e).__name__}: {e})")
             if self._session is not None:
@@ -200,6 +203,10 @@ class DiagnoseCallback(keras.callbacks.Callback):
     def on_test_begin(self, logs: dict[str, Any] | None = None) -> None:
         if self._session is not None:
             self._session.test_begin()
+
+    def on_test_batch_begin(self, batch: int, logs: dict[str, Any] | None = None) -> None:
+        if self._session is not None:
+            self._session.test_batch()
 
     def on_test_end(self, logs: dict[str, Any] | None = None) -> None:
         if self._session is not None:
@@ -277,6 +284,18 @@ class DiagnoseCallback(keras.callbacks.Callback):
             running=lambda cb: cb._session is not None and cb._run_token == token,
         )
         self._watchdog.start()
+
+    def _time_callbacks(self, began_us: float) -> None:
+        """The fit's own clock: when it began, and the other callbacks' epoch hooks timed
+        where Keras lists them (record/fit_clock.py)."""
+        session = self._session
+        if session is None:
+            return
+        callbacks = find_callbacks(self)
+        if callbacks is not None:
+            facts = session.clock.attach(callbacks, me=self)
+            session.writer.update_meta(extra={"callbacks": facts})
+        session.fit_begin(began_us)
 
     def _claim_trace_path(self, info: RankInfo) -> str:
         """This run's own file, resolved now (cwd, rank); never one a previous run wrote."""

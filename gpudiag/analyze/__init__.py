@@ -24,6 +24,8 @@ from gpudiag.analyze.activity import activity_strips
 from gpudiag.analyze.breakdown import Breakdown, computes, merge_breakdowns, row_dicts
 from gpudiag.analyze.diagnosis import Diagnosis, Finding, RankSummary
 from gpudiag.analyze.evidence import HostFacts, RankEvidence, RunEvidence, Situation
+from gpudiag.analyze.fit_account import fit_account
+from gpudiag.analyze.fit_gain import headline
 from gpudiag.analyze.gaps import Gaps
 from gpudiag.analyze.ranks import (
     RankView,
@@ -64,6 +66,9 @@ def diagnose(
     shares = merge_breakdowns(parts)
     steps = step_stats(timelines, parts)
     verdict = _verdict(ranks, summaries, shares, findings)
+    fit = fit_account(ranks[0].timeline)
+    if headline(fit):  # the steps are a minority of the fit: say so first
+        verdict.reason = f"{headline(fit)}. In the training steps: {verdict.reason}"
     situation = Situation(
         shares=verdict.judged,
         verdict=verdict.verdict,
@@ -71,6 +76,7 @@ def diagnose(
         host=ranks[0].host,
         findings={f.id: f for f in findings},
         step_ms=_median_ms(steps),
+        fit=fit,
     )
     return Diagnosis(
         verdict=verdict.verdict,
@@ -88,7 +94,7 @@ def diagnose(
         sources=sorted({tl.meta.source for tl in timelines if tl.meta.source}),
         producer=", ".join(sorted({tl.meta.producer for tl in timelines})),
         activity=_activity(timelines, labels, parts),
-        run=ranks[0].run.to_dict(),
+        run={**ranks[0].run.to_dict(), "fit": fit.to_dict()},
         config=ranks[0].config.to_dict(),
     )
 

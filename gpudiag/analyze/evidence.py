@@ -10,6 +10,8 @@ suggestions = rule.advise(finding, situation)   # [Suggestion]
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -18,6 +20,9 @@ from gpudiag.analyze.diagnosis import Finding
 from gpudiag.analyze.gaps import Gaps
 from gpudiag.trace.runconfig import RunConfig
 from gpudiag.trace.timeline import Timeline
+
+if TYPE_CHECKING:
+    from gpudiag.analyze.fit_account import FitAccount
 
 
 @dataclass
@@ -97,6 +102,13 @@ class RankEvidence:
     def cpu_device(self) -> bool:
         return (self.config.device_type or self.timeline.meta.device_type) == "CPU"
 
+    @cached_property
+    def fit(self) -> FitAccount:
+        """The whole fit's wall time, accounted for (analyze/fit_account.py)."""
+        from gpudiag.analyze.fit_account import fit_account
+
+        return fit_account(self.timeline)
+
 
 @dataclass
 class RunEvidence:
@@ -120,6 +132,7 @@ class Situation:
     host: HostFacts
     findings: dict[str, Finding] = field(default_factory=dict)
     step_ms: float | None = None
+    fit: FitAccount | None = None  # the whole fit's wall time (None: not analysed)
 
     @property
     def cores(self) -> int | None:

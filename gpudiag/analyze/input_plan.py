@@ -17,6 +17,7 @@ the host's CPU use — never from the input share alone, which swings run to run
 
 from __future__ import annotations
 
+from gpudiag.analyze import worker_pool
 from gpudiag.analyze.diagnosis import Suggestion
 from gpudiag.analyze.evidence import Situation
 from gpudiag.analyze.gain import Gain, capacity, pipelined, removed
@@ -120,24 +121,28 @@ def _workers_remedy(s: Situation, kind: str) -> list[Suggestion]:
     # per-worker speed: processes lose some to pickling and queues (PROCESS_EFFICIENCY); work
     # moved out of a tf.data py_function also sheds that op's per-element call overhead
     scale = 1.0 / max(1, have) if cfg.input_kind == "pydataset" else 1.0
-    procs = f"{n} worker processes" + (f" (from {have})" if scale < 1.0 else "")
-    if cfg.input_kind == "tf.data":
-        g = _input_gain(
+
+    def gain_for(k: int) -> Gain:
+        procs = f"{k} worker processes" + (f" (from {have})" if scale < 1.0 else "")
+        if cfg.input_kind == "tf.data":
+            return _input_gain(
+                s,
+                k * PROCESS_EFFICIENCY * scale,
+                k * PY_FUNCTION_SHED * scale,
+                k * PY_FUNCTION_SHED * scale,
+                f"{procs}, each also shedding the py_function's per-call overhead "
+                f"(×{PY_FUNCTION_SHED:g} a plain worker's rate at best)",
+            )
+        return _input_gain(
             s,
-            n * PROCESS_EFFICIENCY * scale,
-            n * PY_FUNCTION_SHED * scale,
-            n * PY_FUNCTION_SHED * scale,
-            f"{procs}, each also shedding the py_function's per-call overhead "
-            f"(×{PY_FUNCTION_SHED:g} a plain worker's rate at best)",
-        )
-    else:
-        g = _input_gain(
-            s,
-            n * PROCESS_EFFICIENCY * scale,
-            n * PROCESS_EFFICIENCY * scale,
-            n * scale,
+            k * PROCESS_EFFICIENCY * scale,
+            k * PROCESS_EFFICIENCY * scale,
+            k * scale,
             f"{procs} at {PROCESS_EFFICIENCY:.0%} of a core each (pickling, queues)",
         )
+
+    # Keras starts the pool again every epoch: counted per epoch (worker_pool.py)
+    n, g, longer = worker_pool.choose(s, n, have, gain_for)
     where = {
         "generator": "Replace the generator with a keras.utils.PyDataset whose __getitem__ "
         "builds one batch",
@@ -145,11 +150,20 @@ def _workers_remedy(s: Situation, kind: str) -> list[Suggestion]:
         "tf.data": "Move the Python step (py_function/numpy_function) out of tf.data into a "
         "keras.utils.PyDataset whose __getitem__ builds one batch",
     }.get(cfg.input_kind or "", "Produce batches in a keras.utils.PyDataset")
+    longer_epochs = (
+        " Keras starts the pool again every epoch, which these short epochs cannot repay: "
+        "make num_batches return None (an endless PyDataset) and train in fewer, longer "
+        "epochs (fit(steps_per_epoch=...))."
+        if longer
+        else ""
+    )
     return [
         g.suggestion(
-            f"Run the Python input in {n} worker processes",
+            f"Run the Python input in {n} worker processes"
+            + (", in fewer, longer epochs" if longer else ""),
             f"{where}: PyDataset(workers={n}, use_multiprocessing=True). "
-            + _why_processes(s, kind),
+            + _why_processes(s, kind)
+            + longer_epochs,
             _finding(s, "python-generator", "gil-pressure", "input-wait"),
         )
     ]

@@ -22,6 +22,7 @@ from typing import Protocol, runtime_checkable
 
 from gpudiag.analyze.diagnosis import Finding, Suggestion
 from gpudiag.analyze.evidence import HostFacts, RankEvidence, RunEvidence, Situation
+from gpudiag.analyze.fit_gain import over_fit
 from gpudiag.analyze.rules import (
     allocator_stalls,
     batch_not_multiple_of_replicas,
@@ -31,6 +32,8 @@ from gpudiag.analyze.rules import (
     cpu_saturated,
     dataloader_in_main_process,
     dataloader_starved,
+    epoch_end_callbacks,
+    epoch_start_wait,
     exposed_collectives,
     full_precision,
     gil_pressure,
@@ -50,8 +53,10 @@ from gpudiag.analyze.rules import (
     slow_source,
     small_batch,
     small_model_multi_gpu,
+    startup_heavy,
     straggler,
     untraced_time,
+    validation_heavy,
     whole_batch_per_replica,
     xla_off,
 )
@@ -111,6 +116,7 @@ RANK_RULES: tuple[RankRule | LintRule, ...] = (
     dataloader_starved,
     gil_pressure,
     input_wait,
+    epoch_start_wait,
     cpu_saturated,
     whole_batch_per_replica,
     host_to_device_heavy,
@@ -123,12 +129,15 @@ RANK_RULES: tuple[RankRule | LintRule, ...] = (
     kernel_launch_bound,
     allocator_stalls,
     host_sync_stalls,
+    validation_heavy,  # before host-overhead: its steps_per_execution counts both
     host_overhead,
     small_batch,
     layout_transposes,
     full_precision,
     xla_off,
     compute_bound_options,
+    epoch_end_callbacks,
+    startup_heavy,
     gpu_idle_gaps,
 )
 RUN_RULES: tuple[RunRule, ...] = (straggler,)
@@ -213,6 +222,7 @@ def advise(findings: list[Finding], s: Situation) -> list[Suggestion]:
             if sug.title not in seen and _worth_showing(sug):
                 seen.add(sug.title)
                 out.append(sug)
+    out = over_fit(out, s.fit)  # step gains as gains of the fit where steps are a minority
     out.sort(
         key=lambda x: (
             x.finding not in ALWAYS_SHOWN,
