@@ -94,7 +94,7 @@ def _fit(trace: str, validation: int, block_s: float) -> dict:
 
 
 def heavy_fit(trace: str) -> dict:
-    return _fit(trace, validation=8_000, block_s=0.6)
+    return _fit(trace, validation=6_000, block_s=1.5)
 
 
 def plain_fit(trace: str) -> dict:

@@ -25,6 +25,7 @@ def fit_timeline(
     callback: str = "ModelCheckpoint",
     own_s: float = 0.0,
     stall_s: float = 0.0,
+    spike_s: float = 0.0,
     timed: bool = True,
     facts: list[dict[str, Any]] | None = None,
     fit_span: bool = True,
@@ -32,7 +33,7 @@ def fit_timeline(
     """``epochs`` epochs of ``steps`` steps; per epoch the first step takes ``first_wait_s``
     more (epoch 1 also ``compile_s``), the last ``teardown_s`` more; then validation, a
     callback's ``on_epoch_end`` and gpudiag's own ``epoch_end``; ``stall_s`` once after the
-    last epoch's callbacks. Every step is profiled with the device computing all of it."""
+    last epoch's callbacks, ``spike_s`` once in the last epoch's first step. Every step is profiled with the device computing all of it."""
     tl = Timeline()
     t = 0.0
     starts, ends = [], []
@@ -49,6 +50,7 @@ def fit_timeline(
             d = step_s
             if i == 0:
                 d += first_wait_s + (compile_s if e == 0 else 0.0)
+                d += spike_s if e == epochs - 1 else 0.0
             if i == steps - 1:
                 d += teardown_s
             starts.append(t)

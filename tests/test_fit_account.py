@@ -55,6 +55,14 @@ def test_a_one_off_stall_between_epochs_is_left_over_not_an_epoch_start():
     assert p["other"] == pytest.approx(1.0, abs=1e-3)
 
 
+def test_a_one_off_wait_at_one_epochs_start_is_not_the_refill_of_every_epoch():
+    _, p = seconds(first_wait_s=0.2, spike_s=1.5)
+    # the last epoch's 1.7 s capped at twice the least later epoch's 0.2 s; the first
+    # epoch's at the later ones' median
+    assert p["epoch_start"] == pytest.approx(0.3 + 0.2 + 0.4, abs=1e-3)
+    assert p["other"] == pytest.approx(1.3, abs=1e-3)
+
+
 def test_one_epoch_cannot_tell_its_start_from_compilation():
     acc, p = seconds(epochs=1, first_wait_s=0.3)
     assert p["epoch_start"] == 0.0

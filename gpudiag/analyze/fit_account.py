@@ -18,8 +18,9 @@ How each part is found (docs/method.md, "The whole fit"): an epoch's *first-batc
 the time from its start to its first step plus what its first step takes beyond the epoch's
 steady step; its *teardown* what the last step takes beyond it plus Keras's own work after it
 (outside validation, callbacks and gpudiag) where that recurs (up to its median over the
-epochs; a one-off stall is left in "other"). The first epoch's are capped at the later epochs'
-median: the rest of its start is compilation and warm-up, counted with the start-up.
+epochs). A later epoch's wait is capped at twice the least later one's (a one-off stall is
+left in "other"); the first epoch's at the later epochs' median: the rest of its start is
+compilation and warm-up, counted with the start-up.
 """
 
 from __future__ import annotations
@@ -52,6 +53,9 @@ EXCESS_FACTOR = 2.0
 # Leading steps of the first epoch this much slower than its steady step are warm-up
 # (phases.WARMUP_FACTOR: tracing, compilation, first batches).
 WARMUP_FACTOR = 3.0
+# A later epoch's wait more than twice the least later epoch's is not the recurring refill
+# but a one-off stall (a neighbour's load, a collection): its excess is left in "other".
+SPIKE = 2.0
 NOT_MEASURED = (
     "not measured (the trace holds steps only: no epochs, validation or callbacks); record "
     "the fit with DiagnoseCallback to see where its whole wall time goes"
@@ -156,8 +160,12 @@ def fit_account(tl: Timeline) -> FitAccount:
     start_part, end_part = pre + fx, lx + np.minimum(rem, float(np.median(rem)))
     one_off = 0.0  # the first epoch's excess over the later ones: compilation, first iterators
     if n_ep >= 2:
-        # capped at the later epochs' median: compilation goes to the start-up, a first
-        # evaluation's iterator built once to what is left
+        # a later epoch's wait beyond SPIKE times the least of them is a one-off stall (left
+        # in "other"), not the refill every epoch makes
+        for part in (start_part, end_part):
+            part[1:] = np.minimum(part[1:], SPIKE * float(part[1:].min()))
+        # the first epoch's capped at the later epochs' median: compilation goes to the
+        # start-up, a first evaluation's iterator built once to what is left
         one_off = max(0.0, start_part[0] - float(np.median(start_part[1:])))
         start_part[0] -= one_off
         end_part[0] = min(end_part[0], float(np.median(end_part[1:])))
@@ -181,7 +189,7 @@ def fit_account(tl: Timeline) -> FitAccount:
     return FitAccount(
         True,
         wall_s=wall / 1e6,
-        parts={k: parts[k] / 1e6 for k in PARTS},
+        parts={k: float(parts[k]) / 1e6 for k in PARTS},
         epochs=n_ep,
         steps_per_epoch=float(np.median(batches)),
         steady_epoch_s=float(np.median(steady)) / 1e6,

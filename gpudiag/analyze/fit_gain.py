@@ -46,6 +46,12 @@ def fit_gain(acc: FitAccount, low_s: float, point_s: float, high_s: float, basis
     )
 
 
+def dividing(epochs: int) -> list[int]:
+    """Every N from 2 that divides the fit's epochs: validation (or a callback) every Nth
+    epoch still runs after the last one."""
+    return [k for k in range(2, epochs + 1) if epochs % k == 0]
+
+
 def steps_minority(acc: FitAccount | None) -> bool:
     """The steps are a minority of the fit and recurring parts hold the rest."""
     if acc is None or not acc.measured:

@@ -19,7 +19,7 @@ from typing import Any
 from gpudiag.analyze.diagnosis import Finding, Suggestion
 from gpudiag.analyze.evidence import RankEvidence, Situation, pct
 from gpudiag.analyze.fit_account import FitAccount
-from gpudiag.analyze.fit_gain import PART_HIGH, PART_SHARE, fit_gain
+from gpudiag.analyze.fit_gain import PART_HIGH, PART_SHARE, dividing, fit_gain
 
 ID = "epoch-end-callbacks"
 KERAS_OWN = ("History", "ProgbarLogger")  # Keras adds them; never the cause
@@ -88,8 +88,8 @@ def _every(acc: FitAccount, seconds: float) -> int:
     """The fewest epochs between runs that bring ``seconds`` to about TARGET_SHARE."""
     per = seconds / max(1, acc.epochs)
     rest = acc.wall_s - seconds
-    for n in range(2, max(2, acc.epochs) + 1):
-        kept = per * max(1, acc.epochs // n)
+    for n in dividing(acc.epochs):  # the last epoch still runs it
+        kept = per * (acc.epochs // n)
         if kept / (rest + kept) <= TARGET_SHARE:
             return n
     return max(2, acc.epochs)

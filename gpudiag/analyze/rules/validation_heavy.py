@@ -16,7 +16,7 @@ from __future__ import annotations
 from gpudiag.analyze.diagnosis import Finding, Suggestion
 from gpudiag.analyze.evidence import RankEvidence, Situation, pct
 from gpudiag.analyze.fit_account import FitAccount
-from gpudiag.analyze.fit_gain import PART_HIGH, PART_SHARE, fit_gain
+from gpudiag.analyze.fit_gain import PART_HIGH, PART_SHARE, dividing, fit_gain
 from gpudiag.analyze.gain import batch_scaled
 from gpudiag.analyze.rules import host_overhead
 
@@ -90,8 +90,8 @@ def _less_often(acc: FitAccount) -> list[Suggestion]:
     per_run = seconds / runs
     rest = acc.wall_s - seconds
     n = epochs
-    for k in range(2, epochs + 1):
-        kept = per_run * max(1, epochs // k)
+    for k in dividing(epochs):  # the last epoch still validated
+        kept = per_run * (epochs // k)
         if kept / (rest + kept) <= TARGET_SHARE:
             n = k
             break
