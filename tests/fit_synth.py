@@ -33,7 +33,8 @@ def fit_timeline(
     """``epochs`` epochs of ``steps`` steps; per epoch the first step takes ``first_wait_s``
     more (epoch 1 also ``compile_s``), the last ``teardown_s`` more; then validation, a
     callback's ``on_epoch_end`` and gpudiag's own ``epoch_end``; ``stall_s`` once after the
-    last epoch's callbacks, ``spike_s`` once in the last epoch's first step. Every step is profiled with the device computing all of it."""
+    last epoch's callbacks, ``spike_s`` once in the last epoch's first step. Every step is
+    profiled, the device computing all of it."""
     tl = Timeline()
     t = 0.0
     starts, ends = [], []

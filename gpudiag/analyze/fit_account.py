@@ -74,7 +74,9 @@ class FitAccount:
     steps_per_epoch: float = 0.0  # median batches per epoch
     steady_epoch_s: float = 0.0  # median seconds of steady steps per epoch
     epoch_start_s: list[float] = field(default_factory=list)  # per epoch (epoch 1 estimated)
-    compile_s: float = 0.0  # the first epoch's start beyond the later ones' (in "startup")
+    # the first epoch's first-batch wait beyond the later epochs' (tracing, compilation): in
+    # "startup", as are the warm-up steps after it
+    compile_s: float = 0.0
     validation_runs: int = 0
     validation_batches: int | None = None
     callbacks: dict[str, float] = field(default_factory=dict)  # seconds by class, timed
@@ -194,7 +196,7 @@ def fit_account(tl: Timeline) -> FitAccount:
         steps_per_epoch=float(np.median(batches)),
         steady_epoch_s=float(np.median(steady)) / 1e6,
         epoch_start_s=[float(x) / 1e6 for x in start_part + end_part] if n_ep >= 2 else [],
-        compile_s=(one_off + warm) / 1e6,
+        compile_s=one_off / 1e6,
         validation_runs=len(tl.spans.get("evaluation", [])),
         validation_batches=_int(tl.meta.extra.get("validation_batches")),
         callbacks={k: v.total() / 1e6 for k, v in by_class.items() if v.total() > 0},
