@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -207,7 +208,8 @@ def child(scenario: str, variants: list[dict[str, Any]], reps: int) -> dict[str,
 
 
 # ---- remedies applied as a user would -----------------------------------------------------------
-def apply(title: str) -> dict[str, Any] | None:
+def apply(title: str, detail: str = "") -> dict[str, Any] | None:
+    """The variant a user gets by following a suggestion; None = no programmatic form."""
     t = title.lower()
     if t.startswith("validate every"):
         return {"validation_freq": int(t.split("every ")[1].split()[0])}
@@ -236,6 +238,9 @@ def apply(title: str) -> dict[str, Any] | None:
     if t.startswith("run the python input in"):
         n = int(t.split("in ")[1].split()[0])
         return {"workers": n, "mp": True, "one_epoch": "longer epochs" in t}
+    if t.startswith("run the python input stage in worker processes"):
+        m = re.search(r"workers=(\d+)", detail)
+        return {"workers": int(m.group(1)) if m else 2, "mp": True, "one_epoch": "longer" in detail}
     return None
 
 
@@ -264,7 +269,7 @@ def measure(scenario: str, reps: int) -> tuple[list[dict[str, Any]], dict[str, A
                 "remedy": s["title"],
                 "predicted": s["expected_gain"],
                 "range": [rng[0], rng[-1]],
-                "variant": apply(s["title"]),
+                "variant": apply(s["title"], s["detail"]),
                 "before": [],
                 "after": [],
             }

@@ -35,6 +35,12 @@ PROCESS_EFFICIENCY = 0.85
 # the op's per-element call overhead (tensor conversion, GIL hand-off with TF's threads):
 # measured here up to 1.15× a worker's plain share (docs/remedies.md).
 PY_FUNCTION_SHED = 1.15
+# what a worker remedy adds where the pool must be paid once per fit (worker_pool.py)
+LONGER_EPOCHS = (
+    " Keras starts the pool again every epoch, which these short epochs cannot repay: "
+    "make num_batches return None (an endless PyDataset) and train in fewer, longer "
+    "epochs (fit(steps_per_epoch=...))."
+)
 # A GPU profile does not record the host's cores: the gain then assumes the fewest a GPU
 # training host has (2), and says so; CPU-only runs claim no parallel speed-up unknown.
 ASSUMED_GPU_HOST_CORES = 2
@@ -150,13 +156,7 @@ def _workers_remedy(s: Situation, kind: str) -> list[Suggestion]:
         "tf.data": "Move the Python step (py_function/numpy_function) out of tf.data into a "
         "keras.utils.PyDataset whose __getitem__ builds one batch",
     }.get(cfg.input_kind or "", "Produce batches in a keras.utils.PyDataset")
-    longer_epochs = (
-        " Keras starts the pool again every epoch, which these short epochs cannot repay: "
-        "make num_batches return None (an endless PyDataset) and train in fewer, longer "
-        "epochs (fit(steps_per_epoch=...))."
-        if longer
-        else ""
-    )
+    longer_epochs = LONGER_EPOCHS if longer else ""
     return [
         g.suggestion(
             f"Run the Python input in {n} worker processes"
@@ -295,13 +295,24 @@ def _stage_remedy(s: Situation) -> list[Suggestion]:
     if model == "cores":
         g = _input_gain(s, n, n, n, f"{n} parallel calls")
     elif model == "processes":
-        g = _input_gain(
-            s,
-            n * PROCESS_EFFICIENCY,
-            n * PROCESS_EFFICIENCY,
-            n,
-            f"{n} worker processes at {PROCESS_EFFICIENCY:.0%} of a core each (pickling, queues)",
-        )
+        have = cfg.workers or 1
+        if cfg.input_kind == "pydataset" and cfg.use_multiprocessing and have >= n:
+            return []  # already as many worker processes as the machine has cores
+
+        def gain_for(k: int) -> Gain:
+            return _input_gain(
+                s,
+                k * PROCESS_EFFICIENCY,
+                k * PROCESS_EFFICIENCY,
+                k,
+                f"{k} worker processes at {PROCESS_EFFICIENCY:.0%} of a core each "
+                "(pickling, queues)",
+            )
+
+        # Keras starts the pool again every epoch: counted per epoch (worker_pool.py)
+        n, g, longer = worker_pool.choose(s, n, have, gain_for)
+        if longer:
+            detail += LONGER_EPOCHS
     else:
         g = Gain.of(
             1.0,
