@@ -26,6 +26,7 @@ def fit_timeline(
     own_s: float = 0.0,
     stall_s: float = 0.0,
     spike_s: float = 0.0,
+    callback_first: bool = False,
     timed: bool = True,
     facts: list[dict[str, Any]] | None = None,
     fit_span: bool = True,
@@ -33,8 +34,10 @@ def fit_timeline(
     """``epochs`` epochs of ``steps`` steps; per epoch the first step takes ``first_wait_s``
     more (epoch 1 also ``compile_s``), the last ``teardown_s`` more; then validation, a
     callback's ``on_epoch_end`` and gpudiag's own ``epoch_end``; ``stall_s`` once after the
-    last epoch's callbacks, ``spike_s`` once in the last epoch's first step. Every step is
-    profiled, the device computing all of it."""
+    last epoch's callbacks, ``spike_s`` once in the last epoch's first step;
+    ``callback_first``: the callback is listed before gpudiag, so its ``on_epoch_end`` runs
+    inside the epoch's last step (no validation then). Every step is profiled, the device
+    computing all of it."""
     tl = Timeline()
     t = 0.0
     starts, ends = [], []
@@ -55,6 +58,9 @@ def fit_timeline(
             if i == steps - 1:
                 d += teardown_s
             starts.append(t)
+            if i == steps - 1 and callback_first and callback_s:
+                span(SPAN_CALLBACK + callback, t + d * S, t + (d + callback_s) * S)
+                d += callback_s
             ends.append(t + d * S)
             t += d * S
         if validation_s:
@@ -64,7 +70,7 @@ def fit_timeline(
         if own_s:
             span(SPAN_OWN, t, t + own_s * S)
             t += own_s * S
-        if callback_s:
+        if callback_s and not callback_first:
             if timed:
                 span(SPAN_CALLBACK + callback, t, t + callback_s * S)
             t += callback_s * S

@@ -42,6 +42,13 @@ def test_gpudiags_own_time_is_never_the_callbacks():
     assert p["gpudiag"] == pytest.approx(0.9, abs=1e-3)
 
 
+def test_a_callback_listed_before_gpudiag_is_not_counted_in_the_last_step():
+    _, p = seconds(callback_s=0.6, callback_first=True, teardown_s=0.1)
+    assert p["callbacks"] == pytest.approx(1.8, abs=1e-3)
+    assert p["epoch_start"] == pytest.approx(0.3, abs=1e-3)  # the teardown alone
+    assert p["steps"] == pytest.approx(0.3, abs=1e-3)
+
+
 def test_untimed_callbacks_are_the_time_between_epochs_nothing_else_explains():
     acc, p = seconds(callback_s=0.5, own_s=0.01, timed=False)
     assert not acc.callbacks_timed

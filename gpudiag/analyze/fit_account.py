@@ -133,6 +133,12 @@ def fit_account(tl: Timeline) -> FitAccount:
     calls = union_many(list(by_class.values())) if by_class else Intervals()
     calls = subtract(calls, own)
     busy = union_many([evals, own, calls]).merged()  # explained time between the steps
+    # a callback listed before gpudiag runs its on_epoch_end inside the epoch's last step
+    # (closed by gpudiag's own hook), and gpudiag's step hook may open a profiler window:
+    # neither is the step's
+    theirs = union_many([own, calls]).merged()
+    net = np.maximum(r.busy - theirs.covered_in(r.start, r.end), 0.0)
+    r = StepRecords(r.start, r.end, r.batches, net)
 
     starts = [s for s, _ in epochs] or [float(r.start[0])]
     of = np.maximum(np.searchsorted(np.array(starts), r.start, side="right") - 1, 0)
@@ -175,16 +181,14 @@ def fit_account(tl: Timeline) -> FitAccount:
         one_off = float(start_part[0])
         start_part[0] = 0.0
         end_part[0] = 0.0
-    own_s = own.total()
-    in_steps = float(own.covered_in(r.start, r.end).sum())
-    head = _free(f0, starts[0], union_many([own, calls])) if starts[0] > f0 else 0.0
+    head = _free(f0, starts[0], theirs) if starts[0] > f0 else 0.0
     parts = {
-        "steps": max(0.0, float(steady.sum()) - in_steps),
+        "steps": max(0.0, float(steady.sum())),
         "validation": subtract(evals.clip(f0, f1), own).total(),
         "callbacks": calls.total() if timed else _untimed(r, of, starts, f1, busy),
         "epoch_start": float(start_part.sum() + end_part.sum()),
         "startup": head + one_off + warm,
-        "gpudiag": own_s,
+        "gpudiag": own.total(),
     }
     wall = max(f1 - f0, 1.0)
     parts["other"] = max(0.0, wall - sum(parts.values()))

@@ -66,7 +66,9 @@ def test_tensorboard_histograms_only_where_on():
     board = {"class": "TensorBoard", "histogram_freq": 1, "write_images": False, "timed": True}
     _, sugs = found(callback="TensorBoard", facts=[board])
     assert titles(sugs) == ["Write fewer TensorBoard summaries"]
-    assert "now histogram_freq=1" in sugs[0].detail
+    assert "now histogram_freq=1" in sugs[0].detail and "update_freq" not in sugs[0].detail
+    _, sugs = found(callback="TensorBoard", facts=[dict(board, update_freq="batch")])
+    assert "update_freq='epoch'" in sugs[0].detail
     _, sugs = found(callback="TensorBoard", facts=[dict(board, histogram_freq=0)])
     assert titles(sugs) == ["Run TensorBoard every 3 epochs"]
 

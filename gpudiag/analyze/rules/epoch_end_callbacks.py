@@ -154,7 +154,13 @@ def _tensorboard(
             "Write fewer TensorBoard summaries",
             f"{name}(histogram_freq=0, write_images=False) (now "
             + ", ".join(f"{k}={fact[k]}" for k in on)
-            + "): histograms and images of every weight are written at each epoch's end.",
+            + "): histograms and images of every weight are written at each epoch's end."
+            + (
+                f" Its update_freq={fact['update_freq']!r} also writes every few batches, "
+                "inside the steps: update_freq='epoch' takes that out too."
+                if fact.get("update_freq") not in (None, "epoch")
+                else ""
+            ),
             ID,
         )
     ]
