@@ -29,7 +29,7 @@ EPOCHS = 4
 
 SCENARIOS = {
     "validation": "MLP, 4 epochs of 128 steps at batch 16, 8000 validation samples at batch 16",
-    "checkpoint": "MLP of 9.4 M parameters, 8 steps an epoch, ModelCheckpoint (.keras) every epoch",
+    "checkpoint": "MLP of 9.4 M parameters, 4 steps an epoch, ModelCheckpoint (.keras) every epoch",
     "slow_callback": "a callback of the user's own that blocks 0.4 s at every epoch's end",
     "tensorboard": "TensorBoard(histogram_freq=1) on a 6-layer MLP",
     "shuffle_refill": "per-element map into shuffle(20000) over 20000 samples, batch 256",
@@ -95,7 +95,7 @@ def build(scenario: str, v: dict[str, Any], tmp: str) -> tuple[Any, Any, dict[st
         }
         return _mlp(32, 64, spe=v.get("spe", 1)), (x, y), kw | {"epochs": epochs}, []
     if scenario in ("checkpoint", "slow_callback", "tensorboard"):
-        batches = 8 if scenario == "checkpoint" else 64  # a checkpoint of a big model
+        batches = 4 if scenario == "checkpoint" else 64  # a checkpoint of a big model
         x, y = _arrays(batches * 32, 512)
         every = v.get("every", 1)
         if scenario == "checkpoint":

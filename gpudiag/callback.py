@@ -286,8 +286,7 @@ class DiagnoseCallback(keras.callbacks.Callback):
         self._watchdog.start()
 
     def _time_callbacks(self, began_us: float) -> None:
-        """The fit's own clock: when it began, and the other callbacks' epoch hooks timed
-        where Keras lists them (record/fit_clock.py)."""
+        """When the fit began, and the other callbacks' epoch hooks timed (fit_clock.py)."""
         session = self._session
         if session is None:
             return
