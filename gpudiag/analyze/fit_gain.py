@@ -20,9 +20,14 @@ from gpudiag.analyze.gain import Gain
 
 # The steps are a minority of the fit below half its wall time
 STEPS_MINORITY = 0.5
-# A part of the fit outside the steps worth a finding (validation, epoch-end callbacks, epoch
-# starts): xprof's bottleneck level; removing it is worth ≥ 1.18×
-PART_SHARE = 0.15
+# A part of the fit outside the steps, measured as a span (validation, epoch-end callbacks),
+# worth a finding: TraceML's lower input anchor; removing it is worth ≥ 1.11×, and an
+# ordinary validation (a tenth of the data, forward only: ~3% of the fit) or checkpoint stays
+# well under it
+PART_SHARE = 0.10
+# the epochs' first-batch wait is inferred from the steps (a one-off stall can add to it):
+# xprof's bottleneck level, removing it is worth ≥ 1.18×
+EPOCH_START_SHARE = 0.15
 PART_HIGH = 0.35  # a third of the fit: a larger cost than most steps' own stalls
 RECURRING = ("validation", "callbacks", "epoch_start")
 # the findings whose gains are already of the whole fit

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from gpudiag.analyze.fit_account import fit_account
-from gpudiag.analyze.fit_gain import PART_SHARE
+from gpudiag.analyze.fit_gain import EPOCH_START_SHARE
 from gpudiag.analyze.rules import epoch_start_wait as rule
 from tests.fit_synth import fit_timeline
 from tests.rules.kit import evidence, situation, titles
@@ -32,7 +32,7 @@ def found(share: float = 0.6, config=None, **kw):
 
 
 @pytest.mark.parametrize(
-    ("share", "fires"), [(PART_SHARE + 0.01, True), (PART_SHARE - 0.01, False)]
+    ("share", "fires"), [(EPOCH_START_SHARE + 0.01, True), (EPOCH_START_SHARE - 0.01, False)]
 )
 def test_share_threshold(share, fires):
     assert (found(share)[0] is not None) is fires

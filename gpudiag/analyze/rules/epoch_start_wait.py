@@ -21,7 +21,7 @@ from typing import Any
 from gpudiag.analyze.diagnosis import Finding, Suggestion
 from gpudiag.analyze.epoch_start_plan import ID, cause, remedies
 from gpudiag.analyze.evidence import RankEvidence, Situation, pct
-from gpudiag.analyze.fit_gain import PART_HIGH, PART_SHARE
+from gpudiag.analyze.fit_gain import EPOCH_START_SHARE, PART_HIGH
 
 __all__ = ["ID", "advise", "detect"]
 
@@ -29,7 +29,7 @@ __all__ = ["ID", "advise", "detect"]
 def detect(ev: RankEvidence) -> Finding | None:
     acc = ev.fit
     share = acc.share("epoch_start")
-    if not acc.measured or acc.epochs < 2 or share < PART_SHARE:
+    if not acc.measured or acc.epochs < 2 or share < EPOCH_START_SHARE:
         return None
     kind, what = cause(ev.config)
     per_epoch = acc.parts["epoch_start"] / acc.epochs
