@@ -25,6 +25,9 @@ STEPS_MINORITY = 0.5
 # ordinary validation (a tenth of the data, forward only: ~3% of the fit) or checkpoint stays
 # well under it
 PART_SHARE = 0.10
+# below PART_SHARE, down to this, validation or callbacks are named at info severity (xprof's
+# note level for collectives): a cost worth knowing, not the fit's bottleneck
+PART_NOTE = 0.05
 # the epochs' first-batch wait is inferred from the steps (a one-off stall can add to it):
 # xprof's bottleneck level, removing it is worth ≥ 1.18×
 EPOCH_START_SHARE = 0.15
@@ -49,6 +52,14 @@ def fit_gain(acc: FitAccount, low_s: float, point_s: float, high_s: float, basis
     return Gain.of(
         fit_removed(acc, point_s), fit_removed(acc, low_s), fit_removed(acc, high_s), basis
     )
+
+
+def part_severity(share: float) -> str:
+    """A measured part of the fit (validation, callbacks): info from PART_NOTE, moderate
+    from PART_SHARE, high from PART_HIGH."""
+    if share >= PART_HIGH:
+        return "high"
+    return "moderate" if share >= PART_SHARE else "info"
 
 
 def dividing(epochs: int) -> list[int]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from gpudiag.analyze.fit_account import fit_account
-from gpudiag.analyze.fit_gain import PART_HIGH, PART_SHARE
+from gpudiag.analyze.fit_gain import PART_HIGH, PART_NOTE, PART_SHARE
 from gpudiag.analyze.rules import epoch_end_callbacks as rule
 from tests.fit_synth import fit_timeline
 from tests.rules.kit import evidence, situation, titles
@@ -26,15 +26,19 @@ def found(share: float = 0.4, **kw):
     return f, (rule.advise(f, s) if f is not None else [])
 
 
-@pytest.mark.parametrize(
-    ("share", "fires"), [(PART_SHARE + 0.01, True), (PART_SHARE - 0.01, False)]
-)
+@pytest.mark.parametrize(("share", "fires"), [(PART_NOTE + 0.01, True), (PART_NOTE - 0.01, False)])
 def test_share_threshold(share, fires):
     assert (found(share)[0] is not None) is fires
 
 
 @pytest.mark.parametrize(
-    ("share", "severity"), [(PART_HIGH + 0.01, "high"), (PART_HIGH - 0.01, "moderate")]
+    ("share", "severity"),
+    [
+        (PART_HIGH + 0.01, "high"),
+        (PART_HIGH - 0.01, "moderate"),
+        (PART_SHARE + 0.01, "moderate"),
+        (PART_SHARE - 0.01, "info"),
+    ],
 )
 def test_severity_and_the_callback_named(share, severity):
     f, _ = found(share)

@@ -19,7 +19,7 @@ from typing import Any
 from gpudiag.analyze.diagnosis import Finding, Suggestion
 from gpudiag.analyze.evidence import RankEvidence, Situation, pct
 from gpudiag.analyze.fit_account import FitAccount
-from gpudiag.analyze.fit_gain import PART_HIGH, PART_SHARE, dividing, fit_gain
+from gpudiag.analyze.fit_gain import PART_NOTE, PART_SHARE, dividing, fit_gain, part_severity
 
 ID = "epoch-end-callbacks"
 KERAS_OWN = ("History", "ProgbarLogger")  # Keras adds them; never the cause
@@ -34,7 +34,7 @@ WEIGHTS_ONLY_SAVED = 0.5
 def detect(ev: RankEvidence) -> Finding | None:
     acc = ev.fit
     share = acc.share("callbacks")
-    if not acc.measured or share < PART_SHARE:
+    if not acc.measured or share < PART_NOTE:
         return None
     seconds = acc.parts["callbacks"]
     ranked = sorted(acc.callbacks.items(), key=lambda kv: -kv[1])
@@ -50,7 +50,7 @@ def detect(ev: RankEvidence) -> Finding | None:
     }
     return Finding(
         ID,
-        "high" if share >= PART_HIGH else "moderate",
+        part_severity(share),
         f"Epoch-end callbacks take {pct(share)}% of the fit ({who})",
         evidence,
     )

@@ -16,7 +16,7 @@ from __future__ import annotations
 from gpudiag.analyze.diagnosis import Finding, Suggestion
 from gpudiag.analyze.evidence import RankEvidence, Situation, pct
 from gpudiag.analyze.fit_account import FitAccount
-from gpudiag.analyze.fit_gain import PART_HIGH, PART_SHARE, dividing, fit_gain
+from gpudiag.analyze.fit_gain import PART_NOTE, dividing, fit_gain, part_severity
 from gpudiag.analyze.gain import batch_scaled
 from gpudiag.analyze.rules import host_overhead
 
@@ -31,7 +31,7 @@ SUBSET = 0.25  # the smaller validation set proposed
 def detect(ev: RankEvidence) -> Finding | None:
     acc = ev.fit
     share = acc.share("validation")
-    if not acc.measured or share < PART_SHARE:
+    if not acc.measured or share < PART_NOTE:
         return None
     seconds = acc.parts["validation"]
     evidence = {
@@ -46,7 +46,7 @@ def detect(ev: RankEvidence) -> Finding | None:
         evidence["validation_step_ms"] = round(1000 * seconds / acc.validation_batches, 3)
     return Finding(
         ID,
-        "high" if share >= PART_HIGH else "moderate",
+        part_severity(share),
         f"Validation takes {pct(share)}% of the fit ({seconds:.1f} s in "
         f"{acc.validation_runs} runs)",
         evidence,
