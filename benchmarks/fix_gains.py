@@ -20,6 +20,9 @@ Method (docs/remedies.md):
 
 ``benchmarks/fix_pairs.py`` runs scenarios of this file as multi-epoch fits recorded by
 DiagnoseCallback, and sets ``gpudiag compare``'s figure beside the wall clock's.
+The remedies of the whole fit (validation, epoch-end callbacks, each epoch's first-batch
+wait, worker pools started every epoch) act outside the steps: their scenarios
+(``fit_gains.py``, listed here too) time the fit's wall time instead.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ from typing import Any
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import fit_gains  # noqa: E402  (beside this file: the fit-level scenarios)
 import fix_compile  # noqa: E402  (compilation scenarios: benchmarks/fix_compile.py)
 
 TOLERANCE = 0.25  # predicted within ±25% of measured
@@ -478,10 +482,12 @@ def main() -> int:
         print("RESULT " + json.dumps(res), flush=True)
         os._exit(0)  # TF can hang at exit
     if args.list:
-        for k, v in SCENARIOS.items():
+        for k, v in {**SCENARIOS, **fit_gains.SCENARIOS}.items():
             print(f"{k:12s} {v}")
         return 0
-    names = args.scenarios or list(SCENARIOS)
+    names = args.scenarios or [*SCENARIOS, *fit_gains.SCENARIOS]
+    fit_names = [n for n in names if n in fit_gains.SCENARIOS]
+    names = [n for n in names if n not in fit_gains.SCENARIOS]
     for n in names:
         if n not in SCENARIOS:
             print(f"fix_gains: unknown scenario {n!r} (--list)", file=sys.stderr)
@@ -509,6 +515,8 @@ def main() -> int:
                 flush=True,
             )
     print(f"({time.time() - t0:.0f} s; {args.reps} interleaved repetitions, median)")
+    if fit_names:  # the whole fit's remedies: the fit's wall time before and after
+        fit_gains.main(fit_names, args.reps)
     return 0
 
 

@@ -28,19 +28,17 @@ from typing import Any
 import keras
 
 from gpudiag.analyze.prefit import PreFit, judge
-from gpudiag.record.fit_input import fit_locals, given_input
+from gpudiag.record.fit_clock import find_callbacks
+from gpudiag.record.fit_config import fit_config
+from gpudiag.record.fit_input import fit_locals
 from gpudiag.record.generation import Keras2Hooks, Keras3, generation_of
 from gpudiag.record.keras_distribution import FirstBatchWatch
-from gpudiag.record.lint import InputFacts, model_facts, run_config
+from gpudiag.record.lint import InputFacts
 from gpudiag.record.profiler import plan_windows
 from gpudiag.record.ranks import RankInfo, claim_trace_path, discover
 from gpudiag.record.samplers import SamplerSet
-from gpudiag.record.session import (
-    RecordingSession,
-    now_us,
-    start_session,
-    steps_per_execution,
-)
+from gpudiag.record.session import RecordingSession, now_us
+from gpudiag.record.session_start import start_session, steps_per_execution
 from gpudiag.record.watchdog import FitWatchdog
 from gpudiag.record.window_facts import WindowFacts, nvml_indices, visible_gpu_indices
 from gpudiag.record.writer import TraceWriter
@@ -171,6 +169,7 @@ class DiagnoseCallback(Keras2Hooks, keras.callbacks.Callback):
         t0 = time.perf_counter()
         if self._watch is not None:  # from here on the hooks speak before any step
             self._watch.remove()
+        began_us = now_us()
         with self._lock:
             if self._session is not None:  # fit called again without the previous one ending
                 self._finish(abnormal=True)
@@ -178,6 +177,7 @@ class DiagnoseCallback(Keras2Hooks, keras.callbacks.Callback):
             self.windows_taken = []
         try:
             self._begin()
+            self._time_callbacks(began_us)
         except Exception as e:  # gpudiag must never break training
             self._say(f"gpudiag: recording disabled ({type(e).__name__}: {e})")
             if self._session is not None:
@@ -200,6 +200,10 @@ class DiagnoseCallback(Keras2Hooks, keras.callbacks.Callback):
     def on_test_begin(self, logs: dict[str, Any] | None = None) -> None:
         if self._session is not None:
             self._session.test_begin()
+
+    def on_test_batch_begin(self, batch: int, logs: dict[str, Any] | None = None) -> None:
+        if self._session is not None:
+            self._session.test_batch()
 
     def on_test_end(self, logs: dict[str, Any] | None = None) -> None:
         if self._session is not None:
@@ -281,6 +285,17 @@ class DiagnoseCallback(Keras2Hooks, keras.callbacks.Callback):
         )
         self._watchdog.start()
 
+    def _time_callbacks(self, began_us: float) -> None:
+        """When the fit began, and the other callbacks' epoch hooks timed (fit_clock.py)."""
+        session = self._session
+        if session is None:
+            return
+        callbacks = find_callbacks(self)
+        if callbacks is not None:
+            facts = session.clock.attach(callbacks, me=self)
+            session.writer.update_meta(extra={"callbacks": facts})
+        session.fit_begin(began_us)
+
     def _disk_problem(self, why: str) -> None:
         if not self._warned_disk:
             self._warned_disk = True
@@ -323,24 +338,7 @@ class DiagnoseCallback(Keras2Hooks, keras.callbacks.Callback):
     def _run_lints(self, model: Any, replicas: int, gen: Keras3) -> tuple[InputFacts, int | None]:
         """Judge the pre-fit findings of this configuration (once per configuration) and
         print those not printed before. Returns the input facts and the parameter count."""
-        facts = given_input(self.dataset, replicas)
-        params, has_bn = model_facts(model)
-        config = run_config(
-            facts,
-            model,
-            replicas=replicas,
-            framework=gen.backend().name,
-            params=params,
-            batchnorm=has_bn,
-            batch_size=self._batch_rows,
-        )
-        config.update(gen.config_fields(model))
-        # the facts remedies are checked against (analyze/needs.py): Keras drives this loop
-        config.api, config.keras_version = "keras", gen.version
-        with contextlib.suppress(Exception):
-            backend = gen.backend()
-            config.strategy = backend.strategy(model)
-            config.update(backend.layout(model))
+        config, facts, params = fit_config(model, self.dataset, replicas, gen, self._batch_rows)
         if config != self.prefit.config or not self.prefit.config.to_dict():
             self.prefit = judge(config)
         self.config = self.prefit.config

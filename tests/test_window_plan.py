@@ -17,7 +17,7 @@ from gpudiag.analyze import diagnose
 from gpudiag.record.backends import ProfilerSession, RecordBackend
 from gpudiag.record.profiler import WindowSchedule, plan_windows
 from gpudiag.record.samplers import SamplerSet
-from gpudiag.record.session import start_session
+from gpudiag.record.session_start import start_session
 from gpudiag.trace.load import load_file
 from gpudiag.trace.timeline import Metadata
 

@@ -26,6 +26,8 @@ from gpudiag.analyze.breakdown import Breakdown, computes, merge_breakdowns, row
 from gpudiag.analyze.diagnosis import Diagnosis, Finding, RankSummary
 from gpudiag.analyze.distribution import model_parallel_note
 from gpudiag.analyze.evidence import HostFacts, RankEvidence, RunEvidence, Situation
+from gpudiag.analyze.fit_account import fit_account
+from gpudiag.analyze.fit_gain import headline as fit_headline
 from gpudiag.analyze.gaps import Gaps
 from gpudiag.analyze.headline import lead
 from gpudiag.analyze.headroom import memory_facts
@@ -71,6 +73,9 @@ def diagnose(
     shares = merge_breakdowns(parts)
     steps = step_stats(timelines, parts)
     verdict = lead(_verdict(ranks, summaries, shares, findings), findings)
+    fit = fit_account(ranks[0].timeline)
+    if fit_headline(fit):  # the steps are a minority of the fit: say so first
+        verdict.reason = f"{fit_headline(fit)}. In the training steps: {verdict.reason}"
     situation = Situation(
         shares=verdict.judged,
         verdict=verdict.verdict,
@@ -81,6 +86,7 @@ def diagnose(
         device_measured=any(r.timeline.has_device_activity() for r in ranks),
         steps_recorded=_int(steps.get("count")),
         memory=memory_facts([r.timeline for r in ranks], ranks[0].config),
+        fit=fit,
     )
     advice = rules.advise_run(findings, situation)
     scaled_to_run(advice.suggestions, ranks[0].run.window_phase)
@@ -103,7 +109,7 @@ def diagnose(
         sources=sorted({tl.meta.source for tl in timelines if tl.meta.source}),
         producer=", ".join(sorted({tl.meta.producer for tl in timelines})),
         activity=_activity(timelines, labels, parts),
-        run={**ranks[0].run.to_dict(), "world_size": _world_size(timelines)},
+        run={**ranks[0].run.to_dict(), "world_size": _world_size(timelines), "fit": fit.to_dict()},
         config=ranks[0].config.to_dict(),
         workload=shown(workload_facts(situation.config, situation.device_measured)),
         withheld=advice.withheld,

@@ -10,6 +10,8 @@ suggestions = rule.advise(finding, situation)   # [Suggestion]
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -21,6 +23,9 @@ from gpudiag.analyze.gaps import Gaps
 from gpudiag.analyze.headroom import MemoryFacts
 from gpudiag.trace.runconfig import RunConfig
 from gpudiag.trace.timeline import Intervals, Timeline
+
+if TYPE_CHECKING:
+    from gpudiag.analyze.fit_account import FitAccount
 
 
 @dataclass
@@ -111,6 +116,13 @@ class RankEvidence:
     def cpu_device(self) -> bool:
         return (self.config.device_type or self.timeline.meta.device_type) == "CPU"
 
+    @cached_property
+    def fit(self) -> FitAccount:
+        """The whole fit's wall time, accounted for (analyze/fit_account.py)."""
+        from gpudiag.analyze.fit_account import fit_account
+
+        return fit_account(self.timeline)
+
 
 @dataclass
 class RunEvidence:
@@ -147,6 +159,8 @@ class Situation:
             f"the run stopped early{after} (crash, interrupt or a cut trace); its partial "
             "steps need not stand for the run"
         )
+
+    fit: FitAccount | None = None  # the whole fit's wall time (None: not analysed)
 
     @property
     def cores(self) -> int | None:

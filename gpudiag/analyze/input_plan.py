@@ -17,6 +17,7 @@ the host's CPU use — never from the input share alone, which swings run to run
 
 from __future__ import annotations
 
+from gpudiag.analyze import worker_pool
 from gpudiag.analyze.diagnosis import Suggestion
 from gpudiag.analyze.evidence import Situation
 from gpudiag.analyze.gain import Gain, capacity, fair_share, pipelined, removed
@@ -49,6 +50,12 @@ PROCESS_EFFICIENCY = 0.85
 # the op's per-element call overhead (tensor conversion, GIL hand-off with TF's threads):
 # measured here up to 1.15× a worker's plain share (docs/remedies.md).
 PY_FUNCTION_SHED = 1.15
+# what a worker remedy adds where the pool must be paid once per fit (worker_pool.py)
+LONGER_EPOCHS = (
+    " Keras starts the pool again every epoch, which these short epochs cannot repay: "
+    "make num_batches return None (an endless PyDataset) and train in fewer, longer "
+    "epochs (fit(steps_per_epoch=...))."
+)
 # A GPU profile does not record the host's cores: the gain then assumes the fewest a GPU
 # training host has (2), and says so; CPU-only runs claim no parallel speed-up unknown.
 ASSUMED_GPU_HOST_CORES = 2
@@ -150,24 +157,28 @@ def _workers_remedy(s: Situation, kind: str) -> list[Suggestion]:
     # per-worker speed: processes lose some to pickling and queues (PROCESS_EFFICIENCY); work
     # moved out of a tf.data py_function also sheds that op's per-element call overhead
     scale = 1.0 / max(1, have) if cfg.input_kind == "pydataset" else 1.0
-    procs = f"{n} worker processes" + (f" (from {have})" if scale < 1.0 else "")
-    if cfg.input_kind == "tf.data":
-        g = _input_gain(
+
+    def gain_for(k: int) -> Gain:
+        procs = f"{k} worker processes" + (f" (from {have})" if scale < 1.0 else "")
+        if cfg.input_kind == "tf.data":
+            return _input_gain(
+                s,
+                k * PROCESS_EFFICIENCY * scale,
+                k * PY_FUNCTION_SHED * scale,
+                k * PY_FUNCTION_SHED * scale,
+                f"{procs}, each also shedding the py_function's per-call overhead "
+                f"(×{PY_FUNCTION_SHED:g} a plain worker's rate at best)",
+            )
+        return _input_gain(
             s,
-            n * PROCESS_EFFICIENCY * scale,
-            n * PY_FUNCTION_SHED * scale,
-            n * PY_FUNCTION_SHED * scale,
-            f"{procs}, each also shedding the py_function's per-call overhead "
-            f"(×{PY_FUNCTION_SHED:g} a plain worker's rate at best)",
-        )
-    else:
-        g = _input_gain(
-            s,
-            n * PROCESS_EFFICIENCY * scale,
-            n * PROCESS_EFFICIENCY * scale,
-            n * scale,
+            k * PROCESS_EFFICIENCY * scale,
+            k * PROCESS_EFFICIENCY * scale,
+            k * scale,
             f"{procs} at {PROCESS_EFFICIENCY:.0%} of a core each (pickling, queues)",
         )
+
+    # Keras starts the pool again every epoch: counted per epoch (worker_pool.py)
+    n, g, longer = worker_pool.choose(s, n, have, gain_for)
     where = {
         "generator": "Replace the generator with a keras.utils.PyDataset whose __getitem__ "
         "builds one batch",
@@ -175,11 +186,14 @@ def _workers_remedy(s: Situation, kind: str) -> list[Suggestion]:
         "tf.data": "Move the Python step (py_function/numpy_function) out of tf.data into a "
         "keras.utils.PyDataset whose __getitem__ builds one batch",
     }.get(cfg.input_kind or "", "Produce batches in a keras.utils.PyDataset")
+    longer_epochs = LONGER_EPOCHS if longer else ""
     return [
         g.suggestion(
-            f"Run the Python input in {n} worker processes",
+            f"Run the Python input in {n} worker processes"
+            + (", in fewer, longer epochs" if longer else ""),
             f"{where}: PyDataset(workers={n}, use_multiprocessing=True). "
-            + _why_processes(s, kind),
+            + _why_processes(s, kind)
+            + longer_epochs,
             _finding(s, "python-generator", "gil-pressure", "input-wait"),
             "worker-processes",
         )
@@ -337,13 +351,24 @@ def _stage_remedy(s: Situation) -> list[Suggestion]:
     if model == "cores":
         g = _input_gain(s, n, n, n, f"{n} parallel calls")
     elif model == "processes":
-        g = _input_gain(
-            s,
-            n * PROCESS_EFFICIENCY,
-            n * PROCESS_EFFICIENCY,
-            n,
-            f"{n} worker processes at {PROCESS_EFFICIENCY:.0%} of a core each (pickling, queues)",
-        )
+        have = cfg.workers or 1
+        if cfg.input_kind == "pydataset" and cfg.use_multiprocessing and have >= n:
+            return []  # already as many worker processes as the machine has cores
+
+        def gain_for(k: int) -> Gain:
+            return _input_gain(
+                s,
+                k * PROCESS_EFFICIENCY,
+                k * PROCESS_EFFICIENCY,
+                k,
+                f"{k} worker processes at {PROCESS_EFFICIENCY:.0%} of a core each "
+                "(pickling, queues)",
+            )
+
+        # Keras starts the pool again every epoch: counted per epoch (worker_pool.py)
+        n, g, longer = worker_pool.choose(s, n, have, gain_for)
+        if longer:
+            detail += LONGER_EPOCHS
     else:
         g = Gain.of(
             1.0,

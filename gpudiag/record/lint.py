@@ -44,6 +44,10 @@ class InputFacts:
     use_multiprocessing: bool | None = None
     auto_prefetch: bool | None = None  # TF injects a root prefetch / Keras prefetches for us
     sample_bytes: int | None = None  # one element (features and labels) as copied to the GPU
+    # what refills at each epoch's start (analyze/rules/epoch_start_wait.py)
+    shuffle_buffer: int | None = None
+    map_before_shuffle: bool = False  # a map runs per element into the buffer, uncached
+    repeat_before_shuffle: bool = False  # the buffer never drains: filled once per fit
 
     def to_dict(self) -> dict[str, Any]:
         return {k: v for k, v in self.__dict__.items() if v not in (None, [], False, 0)}
@@ -141,8 +145,11 @@ def describe_tf_dataset(ds: Any) -> InputFacts:
             facts.interleave = True
         elif any(src in name for src in FILE_SOURCES):
             facts.file_source = name
+        elif name == "ShuffleDataset" and facts.shuffle_buffer is None:
+            facts.shuffle_buffer = _int(getattr(node, "_buffer_size", None))
         node = getattr(node, "_input_dataset", None)
         depth += 1
+    _shuffle_facts(facts)
     facts.auto_prefetch = _auto_prefetch(ds)
     facts.sample_bytes = element_bytes(ds.element_spec, batched=facts.batch_size is not None)
     ops = _graph_ops(ds)
@@ -151,6 +158,20 @@ def describe_tf_dataset(ds: Any) -> InputFacts:
     if not facts.file_source:
         facts.file_source = next((s for s in FILE_SOURCES if any(s in op for op in ops)), None)
     return facts
+
+
+def _shuffle_facts(facts: InputFacts) -> None:
+    """Stages under the (outermost) shuffle, walking inward from it: a map before any cache
+    fills the buffer at every epoch's start; a repeat keeps it filled across epochs."""
+    if "ShuffleDataset" not in facts.chain:
+        return
+    for name in facts.chain[facts.chain.index("ShuffleDataset") + 1 :]:
+        if name.startswith("Cache"):
+            return  # the buffer refills from the cache
+        if name in ("MapDataset", "ParallelMapDataset"):
+            facts.map_before_shuffle = True
+        elif name == "RepeatDataset":
+            facts.repeat_before_shuffle = True
 
 
 @contextlib.contextmanager
@@ -291,6 +312,9 @@ def run_config(
         cfg.parallel_maps = facts.parallel_maps
         cfg.cache = facts.cache
         cfg.interleave = facts.interleave
+        cfg.shuffle_buffer = facts.shuffle_buffer
+        cfg.map_before_shuffle = facts.map_before_shuffle
+        cfg.repeat_before_shuffle = facts.repeat_before_shuffle
         cfg.python_ops = facts.python_source
     cfg.update(_model_config(model))
     return cfg

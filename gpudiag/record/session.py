@@ -21,21 +21,24 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable, Sequence
 from typing import Any
 
 from gpudiag.record.backends import RecordBackend
-from gpudiag.record.compile_watch import CompileWatch, start_watch
+from gpudiag.record.compile_watch import CompileWatch
 from gpudiag.record.completion import StepCompletion
 from gpudiag.record.decode import GIL_BURST_S, WindowDecoder
-from gpudiag.record.generation import generation_of
+from gpudiag.record.fit_clock import FitClock
 from gpudiag.record.memory import MemoryProbe
 from gpudiag.record.profiler import DEFAULT_WARMUP_STEPS, ProfilerWindow, WindowSchedule
 from gpudiag.record.ranks import CallTimer
 from gpudiag.record.samplers import SamplerSet
 from gpudiag.record.writer import TraceWriter
 from gpudiag.trace.kept_run import write_manifest
-from gpudiag.trace.timeline import STOPPED_EARLY, Metadata, RecordedFinding, Timeline
+from gpudiag.trace.timeline import STOPPED_EARLY, Timeline
+
+# a step hook of gpudiag's taking this long (a profiler window opening or closing) is written
+# as its own time; shorter ones stay inside the step they begin (docs/trace-format.md)
+OWN_STEP_HOOK_US = 500.0
 
 
 def now_us() -> float:
@@ -100,6 +103,10 @@ class RecordingSession:
         self._batch_begin = 0
         self._pending = False  # a step has begun and is not recorded yet
         self._t0 = time.monotonic()
+        self.clock = FitClock(writer)  # gpudiag's own hook time, the other callbacks' timed
+        self._fit_begin_us = 0.0
+        self._test_batches = 0  # batches of the evaluation running now
+        self._validation = [0, 0]  # evaluations inside fit, their batches
 
     def _add_cost(self, seconds: float) -> None:
         if self.schedule is not None:
@@ -142,6 +149,9 @@ class RecordingSession:
                 self.writer.update_meta(limitations=[w.problem])
         if self.calls is not None:  # a profiled step's call returns once its device work is done
             self.calls.sync = self.window is not None and self.window.active
+        done = now_us()
+        if done - now >= OWN_STEP_HOOK_US:
+            self.clock.own("train_batch_begin", now, done)
 
     def close_step(self, end_us: float, next_batch: int | None = None) -> None:
         """Record the open step as ending at ``end_us``. Its batches (``steps_per_execution``)
@@ -165,6 +175,8 @@ class RecordingSession:
         call = self.calls.take() if self.calls is not None else None
         done = self.calls.take_done() if self.calls is not None else None
         fields: dict[str, Any] = {"profiled": in_window, "call": call, "batches": max(1, batches)}
+        if self._epoch_step == 1 or next_batch is None:  # an epoch's first or last step
+            fields["keep"] = True
         if done is not None or self._completing:  # in order, once the device has done it
             self._completing = True
             last = next_batch is None
@@ -198,11 +210,18 @@ class RecordingSession:
         if gil is not None:
             gil.request_burst(GIL_BURST_S)
 
-    # ---- epochs and evaluation -----------------------------------------------------------
+    # ---- the fit, epochs and evaluation ---------------------------------------------------
+    def fit_begin(self, start_us: float) -> None:
+        """The fit began at ``start_us`` (the callback's ``on_train_begin``); what gpudiag did
+        since (lints, samplers, the trace's header) is its own time."""
+        self._fit_begin_us = start_us
+        self.clock.own("train_begin", start_us, now_us())
+
     def epoch_begin(self, epoch: int) -> None:
         self._epoch = epoch
         self._epoch_step = 0
         self._epoch_begin_us = now_us()
+        self.clock.own("epoch_begin", self._epoch_begin_us, now_us())
 
     def epoch_end(self, epoch: int) -> None:
         now = now_us()
@@ -214,21 +233,42 @@ class RecordingSession:
             missed = self.schedule.missed(self._epoch, self._epoch_step, self.in_epoch_start)
         if missed:  # docs/callback.md promises one per early epoch: say why not
             self.writer.update_meta(limitations=[missed])
+        self.clock.own("epoch_end", now, now_us())
 
     def test_begin(self) -> None:
         self._test_begin_us = now_us()
+        self._test_batches = 0
         self.close_step(self._test_begin_us)  # validation inside fit: the step is over
+        self.clock.own("test_begin", self._test_begin_us, now_us())
+
+    def test_batch(self) -> None:
+        self._test_batches += 1
 
     def test_end(self) -> None:
         if self._test_begin_us:
-            self.writer.span("evaluation", self._test_begin_us, now_us())
+            now = now_us()
+            self.writer.span("evaluation", self._test_begin_us, now, steps=self._test_batches)
+            self._validation[0] += 1
+            self._validation[1] += self._test_batches
+            self.clock.own("test_end", now, now_us())
 
     # ---- the end -------------------------------------------------------------------------
     def finish(self, abnormal: bool) -> Timeline:
         """Stop recording, close the trace, and return its summary (what reading the file
         back gives, at a cost that does not grow with the run's length)."""
+        self.clock.detach()
         if not abnormal:
-            self.close_step(now_us())
+            now = now_us()
+            self.close_step(now)
+            if self._fit_begin_us:
+                self.writer.span("fit", self._fit_begin_us, now)
+            if self._validation[0]:
+                self.writer.update_meta(
+                    extra={
+                        "validation_runs": self._validation[0],
+                        "validation_batches": self._validation[1],
+                    }
+                )
         elif self.calls is not None and self.calls.last is not None:
             self.close_step(self.calls.last[1])  # its train-function call had returned
         self.completion.close()
@@ -309,6 +349,7 @@ class RecordingSession:
 
     def teardown(self) -> None:
         """Release everything (idempotent; safe from any exit path)."""
+        self.clock.detach()
         if self.calls is not None:
             self.calls.restore()
         if self.watch is not None:
@@ -321,68 +362,3 @@ class RecordingSession:
         for w in self.windows:
             w.cleanup()
         self.samplers.stop_all()
-
-
-def steps_per_execution(model: Any) -> int:
-    """The batches Keras runs per train-function call (``compile(steps_per_execution=)``)."""
-    return generation_of(model).steps_per_execution(model)
-
-
-def start_session(
-    path: str,
-    meta: Metadata,
-    backend: RecordBackend,
-    make_samplers: Callable[[TraceWriter], SamplerSet],
-    *,
-    model: Any = None,
-    findings: Sequence[RecordedFinding] = (),
-    input_facts: dict[str, Any] | None = None,
-    schedule: WindowSchedule | None = None,
-    notes: Sequence[str] = (),
-    profile_steps: int = 5,
-    profile_dir: str | None = None,
-    in_epoch_start: int = DEFAULT_WARMUP_STEPS,
-    steps_per_epoch: int | None = None,
-    on_disk_error: Callable[[str], None] | None = None,
-) -> RecordingSession:
-    """Open the trace, write what is known before the first step (pre-fit findings, the
-    input pipeline, the samplers' and windows' limitations) and start the samplers.
-
-    Returns:
-        The running session; on failure everything it started is stopped again and the
-        exception propagates (the callback then trains without recording).
-    """
-    writer = TraceWriter(path, meta, on_error=on_disk_error)
-    watch = start_watch(lambda emit: backend.compile_watch(model, emit), writer)
-    for f in findings:
-        writer.finding(f)
-    if input_facts:
-        writer.pipeline({"input": input_facts})
-    session = RecordingSession(
-        writer,
-        make_samplers(writer),
-        backend,
-        schedule=schedule,
-        profile_steps=profile_steps,
-        profile_dir=profile_dir,
-        calls=CallTimer(model, wait=backend.wait_for, completion=backend.completion, watch=watch),
-        in_epoch_start=in_epoch_start,
-        steps_per_epoch=steps_per_epoch,
-        steps_per_execution=steps_per_execution(model),
-        watch=watch,
-        memory=MemoryProbe(backend.device_memory),
-    )
-    try:
-        samplers = session.samplers
-        if samplers.gpu is not None and samplers.gpu.available:
-            writer.update_meta(device_type="GPU", devices=samplers.gpu.sources)
-        samplers.start_all()
-        session.read_memory()  # before the first step: what does not grow with the batch
-        limitations = samplers.limitations() + list(notes)
-        if limitations:
-            writer.update_meta(limitations=limitations)
-        writer.flush()
-    except Exception:
-        session.teardown()
-        raise
-    return session

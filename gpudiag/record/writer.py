@@ -217,12 +217,14 @@ class TraceWriter:
         profiled: bool = False,
         call: tuple[float, float] | None = None,
         batches: int = 1,
+        keep: bool = False,
     ) -> None:
         """One training step; ``call`` is the train-function call inside it (start, end);
         ``batches`` > 1 when Keras runs several per call (steps_per_execution). Outside
-        windows and after the first ``FULL_STEPS``, steps are gathered into groups."""
+        windows and after the first ``FULL_STEPS``, steps are gathered into groups, except
+        those to ``keep`` one by one (an epoch's first and last: the fit account's)."""
         self._steps_seen += 1
-        if not (profiled or self._detail or self._steps_seen <= FULL_STEPS):
+        if not (profiled or keep or self._detail or self._steps_seen <= FULL_STEPS):
             self._group.append((start_us, end_us, batches))
             if end_us - self._group[0][0] >= GROUP_S * 1e6:
                 self._flush_group()
@@ -278,13 +280,16 @@ class TraceWriter:
         with self._lock:
             return self._builder.into(tl).freeze()
 
-    def span(self, name: str, start_us: float, end_us: float, **args: Any) -> None:
-        """A named host span: "epoch", "evaluation"."""
+    def span(
+        self, name: str, start_us: float, end_us: float, cat: str = CAT_SPAN, **args: Any
+    ) -> None:
+        """A named host span: "fit", "epoch", "evaluation" (or, with ``cat``, gpudiag's own
+        time in a hook, another callback's epoch hook: record/fit_clock.py)."""
         self._flush_group()
         self._write(
             {
                 "ph": "X",
-                "cat": CAT_SPAN,
+                "cat": cat,
                 "name": name,
                 "pid": HOST_PID,
                 "tid": 3,

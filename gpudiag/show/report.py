@@ -21,6 +21,7 @@ from rich.text import Text
 from gpudiag.analyze.breakdown import CATEGORIES
 from gpudiag.analyze.diagnosis import Diagnosis
 from gpudiag.show.fit import table as section_table
+from gpudiag.show.fit_bar import fit_bar, fit_legend, fit_title, not_measured
 from gpudiag.show.safe import clean, text
 from gpudiag.show.tables import devices_table, ranks_table
 from gpudiag.show.units import LABELS, evidence_item, gain_text
@@ -128,7 +129,7 @@ def render_report(d: Diagnosis, width: int = 100) -> RenderableType:
     head.append(f" {d.verdict.upper()} ", style=VERDICT_STYLE[d.verdict])
     head.append(f"  confidence {d.confidence:.2f}  ", style="bold")
     head.append(clean(d.reason))
-    parts: list[RenderableType] = [head, Text("")]
+    parts: list[RenderableType] = [head, Text(""), *_fit_parts(d, bar_width)]
     if d.verdict != "inconclusive" or any(d.breakdown.values()):
         parts += [
             Text("Step time", style="bold"),
@@ -194,6 +195,22 @@ def render_report(d: Diagnosis, width: int = 100) -> RenderableType:
     return Panel(Group(*parts), title=title, title_align="left", border_style="blue")
 
 
+def _fit_parts(d: Diagnosis, bar_width: int) -> list[RenderableType]:
+    """The whole fit's bar (gpudiag's own traces), or the line saying it was not measured."""
+    fit = d.run.get("fit") if isinstance(d.run, dict) else None
+    missing = not_measured(fit)
+    if missing is not None:
+        return [missing, Text("")]
+    if not fit:
+        return []
+    return [
+        fit_title(fit),
+        ColourAware(lambda plain, _: fit_bar(fit["shares"], bar_width, plain)),
+        ColourAware(lambda plain, width: fit_legend(fit, plain, width)),
+        Text(""),
+    ]
+
+
 def plain_report(d: Diagnosis) -> list[Text]:
     """The report as short lines without boxes or bars, for terminals too narrow for panels
     (or of unknown width): verdict first, then shares, findings, fixes and caveats."""
@@ -201,6 +218,9 @@ def plain_report(d: Diagnosis) -> list[Text]:
         text(f"{d.verdict.upper()} (confidence {d.confidence:.2f})", style="bold"),
         text(d.reason),
     ]
+    fit = d.run.get("fit") if isinstance(d.run, dict) else None
+    if fit and fit.get("measured"):
+        out.append(fit_legend(fit, plain=True, width=40))
     if d.verdict != "inconclusive" or any(d.breakdown.values()):
         out += [Text(f"{LABELS[c]} {100 * d.breakdown.get(c, 0):.0f}%") for c in CATEGORIES]
     out += [text(f"finding {f.id} ({f.severity}): {f.title}") for f in d.findings]

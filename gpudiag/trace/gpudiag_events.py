@@ -40,7 +40,12 @@ CAT_DEVICE = "device."  # + Kind value: device.compute, device.h2d, ...
 CAT_FINDING = "gpudiag.finding"
 CAT_PIPELINE = "gpudiag.pipeline"
 CAT_WINDOW = "gpudiag.profile_window"
-CAT_SPAN = "gpudiag.span"  # name: "epoch" | "evaluation"
+CAT_SPAN = "gpudiag.span"  # name: "fit" | "epoch" | "evaluation"
+CAT_OWN = "gpudiag.own"  # gpudiag's own time in a hook of the fit (name: the hook)
+CAT_CALLBACK = "gpudiag.callback"  # another callback's epoch hook (name: its class)
+# Timeline.spans keys of the fit account (analyze/fit_account.py)
+SPAN_OWN = "gpudiag"
+SPAN_CALLBACK = "callback:"  # + the callback's class
 CAT_STEP_GROUP = "gpudiag.steps"  # steps outside windows, aggregated
 CAT_COMPILE = "gpudiag.compile"  # a trace or compilation of the step (compiles.py)
 HOST_PID = 1
@@ -239,6 +244,10 @@ class TimelineBuilder:
                 )
             elif cat == CAT_SPAN:
                 self.spans.add(str(ev.get("name")), ts, end)
+            elif cat == CAT_OWN:
+                self.spans.add(SPAN_OWN, ts, end)
+            elif cat == CAT_CALLBACK:
+                self.spans.add(SPAN_CALLBACK + str(ev.get("name")), ts, end)
             elif cat == CAT_WINDOW:
                 self.spans.add("profile window", ts, end)
             elif cat == CAT_COMPILE:

@@ -25,10 +25,12 @@ import orjson
 from gpudiag.trace.chrome import check_event, check_slice, dropped_note, loads
 from gpudiag.trace.errors import TraceError
 from gpudiag.trace.gpudiag_events import (
+    CAT_CALLBACK,
     CAT_COMPILE,
     CAT_DEVICE,
     CAT_FINDING,
     CAT_INPUT,
+    CAT_OWN,
     CAT_PIPELINE,
     CAT_SPAN,
     CAT_STEP,
@@ -51,10 +53,12 @@ from gpudiag.trace.timeline import CUT_SHORT, Timeline
 
 # the format's names and builder live in gpudiag_events.py; importable from here as well
 __all__ = [
+    "CAT_CALLBACK",
     "CAT_COMPILE",
     "CAT_DEVICE",
     "CAT_FINDING",
     "CAT_INPUT",
+    "CAT_OWN",
     "CAT_PIPELINE",
     "CAT_SPAN",
     "CAT_STEP",

@@ -52,6 +52,9 @@ class RunConfig:
     input_stage: str | None = None
     input_stage_name: str | None = None
     interleave: bool | None = None
+    shuffle_buffer: int | None = None  # elements tf.data's Shuffle holds
+    map_before_shuffle: bool | None = None  # a per-element map fills it, uncached, every epoch
+    repeat_before_shuffle: bool | None = None  # a repeat under the shuffle: filled once per fit
     python_ops: bool | None = None  # generator / py_function / numpy_function / PyDataset
     file_source: str | None = None
     workers: int | None = None  # PyDataset / DataLoader workers

@@ -24,6 +24,7 @@ from typing import Protocol, runtime_checkable
 from gpudiag.analyze import headroom, input_arrays, input_plan
 from gpudiag.analyze.diagnosis import Finding, Suggestion
 from gpudiag.analyze.evidence import HostFacts, RankEvidence, RunEvidence, Situation
+from gpudiag.analyze.fit_gain import over_fit
 from gpudiag.analyze.needs import Needs, admit
 from gpudiag.analyze.rules import (
     allocator_stalls,
@@ -34,6 +35,8 @@ from gpudiag.analyze.rules import (
     cpu_saturated,
     dataloader_in_main_process,
     dataloader_starved,
+    epoch_end_callbacks,
+    epoch_start_wait,
     exposed_collectives,
     full_precision,
     gil_pressure,
@@ -58,9 +61,11 @@ from gpudiag.analyze.rules import (
     slow_source,
     small_batch,
     small_model_multi_gpu,
+    startup_heavy,
     straggler,
     tensor_cores_idle,
     untraced_time,
+    validation_heavy,
     whole_batch_per_replica,
     xla_off,
 )
@@ -124,6 +129,7 @@ RANK_RULES: tuple[RankRule | LintRule, ...] = (
     dataloader_starved,
     gil_pressure,
     input_wait,
+    epoch_start_wait,
     cpu_saturated,
     whole_batch_per_replica,
     host_to_device_heavy,
@@ -138,6 +144,7 @@ RANK_RULES: tuple[RankRule | LintRule, ...] = (
     memory_growth,
     host_preprocessing,
     host_sync_stalls,
+    validation_heavy,  # before host-overhead: its steps_per_execution counts both
     host_overhead,
     small_batch,
     low_sm_activity,
@@ -146,6 +153,8 @@ RANK_RULES: tuple[RankRule | LintRule, ...] = (
     full_precision,
     xla_off,
     compute_bound_options,
+    epoch_end_callbacks,
+    startup_heavy,
     gpu_idle_gaps,
 )
 RUN_RULES: tuple[RunRule, ...] = (straggler,)
@@ -280,6 +289,7 @@ def advise_run(findings: list[Finding], s: Situation) -> Advice:
             if sug.title not in seen and (s.config.stopped_early or _worth_showing(sug)):
                 seen.add(sug.title)
                 out.append(sug)
+    out = over_fit(out, s.fit)  # step gains as gains of the fit where steps are a minority
     out.sort(
         key=lambda x: (
             x.finding not in ALWAYS_SHOWN,

@@ -10,6 +10,7 @@ from gpudiag import __version__
 from gpudiag.analyze.diagnosis import Diagnosis
 from gpudiag.show.html.charts import legend, stacked_bar_svg
 from gpudiag.show.html.evidence import findings_section
+from gpudiag.show.html.fit_account import fit_section
 from gpudiag.show.html.sections import (
     devices_section,
     per_step_section,
@@ -37,6 +38,7 @@ def _body(d: Diagnosis) -> str:
         f"{e(d.verdict.upper())}</span> <b>confidence {d.confidence:.2f}</b></p>",
         f'<p class="reason">{e(d.reason)}</p>',
         f'<p class="muted">{e(steps)}</p>' if steps else "",
+        fit_section(d),
         "<h2>Where step time goes</h2>",
         stacked_bar_svg(d.breakdown, 700, 26, "mean breakdown of step time"),
         legend(d.breakdown),

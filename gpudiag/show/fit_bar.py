@@ -1,0 +1,89 @@
+"""The whole fit as one bar in the terminal report: training steps, validation, epoch-end
+callbacks, epoch starts, start-up, gpudiag, the rest — or one line saying it was not measured.
+
+    parts = fit_lines(diagnosis.run.get("fit"), width=80)   # [] when there is nothing to say
+
+Rendering only: the figures are ``run.fit`` of the Diagnosis (analyze/fit_account.py).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.text import Text
+
+from gpudiag.analyze.fit_account import PART_LABELS, PARTS
+from gpudiag.show.safe import text
+
+FIT_COLOURS = {
+    "steps": "green",
+    "validation": "blue",
+    "callbacks": "magenta",
+    "epoch_start": "red",
+    "startup": "yellow",
+    "gpudiag": "cyan",
+    "other": "bright_black",
+}
+# without colour each part gets a letter
+FIT_GLYPHS = {
+    "steps": "S",
+    "validation": "V",
+    "callbacks": "C",
+    "epoch_start": "E",
+    "startup": "U",
+    "gpudiag": "g",
+    "other": ".",
+}
+
+
+def fit_bar(shares: dict[str, float], width: int, plain: bool = False) -> Text:
+    """One line, each part a run of blocks proportional to its share of the fit."""
+    text = Text()
+    used = 0
+    parts = [p for p in PARTS if shares.get(p, 0) > 0]
+    for i, p in enumerate(parts):
+        n = width - used if i == len(parts) - 1 else round(shares[p] * width)
+        n = max(0, min(n, width - used))
+        text.append((FIT_GLYPHS[p] if plain else "█") * n, style=FIT_COLOURS[p])
+        used += n
+    return text
+
+
+def fit_legend(fit: dict[str, Any], plain: bool = False, width: int = 1000) -> Text:
+    """``■ training steps 10% (0.7 s)   ■ validation 46% (3.5 s)   …``, parts under 0.5%
+    left out, broken between items where ``width`` runs out."""
+    shares, seconds = fit.get("shares", {}), fit.get("seconds", {})
+    text = Text()
+    used = 0
+    for p in PARTS:
+        share = shares.get(p, 0.0)
+        if share < 0.005:
+            continue
+        item = f"{PART_LABELS[p]} {100 * share:.0f}% ({seconds.get(p, 0.0):.1f} s)"
+        if used and used + 5 + len(item) > width:
+            text.append("\n")
+            used = 0
+        elif used:
+            text.append("   ")
+            used += 3
+        text.append(f"{FIT_GLYPHS[p]} " if plain else "■ ", style=FIT_COLOURS[p])
+        text.append(item)
+        used += 2 + len(item)
+    return text
+
+
+def fit_title(fit: dict[str, Any]) -> Text:
+    epochs = fit.get("epochs", 0)
+    return Text(
+        f"The whole fit ({fit.get('wall_s', 0.0):.1f} s, {epochs} epoch"
+        + ("s" if epochs != 1 else "")
+        + ")",
+        style="bold",
+    )
+
+
+def not_measured(fit: dict[str, Any] | None) -> Text | None:
+    """The line a report shows where the trace holds no fit (a foreign profile)."""
+    if not fit or fit.get("measured"):
+        return None
+    return text(f"The whole fit: {fit.get('reason', 'not measured')}", style="bright_black")
