@@ -195,7 +195,9 @@ def test_pydataset_lint_leaves_global_rng_alone():
     py_before = random.getstate()
     cb = DiagnoseCallback(dataset=_Shuffled(), quiet=True)
     assert cb.lint_findings is not None
-    cb._run_lints(None, 1)  # what on_train_begin does again
+    from gpudiag.record.generation import generation_of
+
+    cb._run_lints(None, 1, generation_of(None))  # what on_train_begin does again
     assert np.array_equal(np.random.get_state()[1], np_before)
     assert np.random.get_state()[2] == pos_before
     assert random.getstate() == py_before
