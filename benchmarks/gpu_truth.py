@@ -197,8 +197,9 @@ def run_name(workload: str, variant: dict[str, Any]) -> str:
 
 
 def pack(out: str) -> None:
-    """What comes back: traces and logs in one archive, the first profiler window of each
-    diagnosed run in one archive per workload (whole profile folders are tens of MB)."""
+    """What comes back (at most eight files): traces and logs in one archive, the first
+    profiler window of each diagnosed run in another (whole profile folders are tens of MB;
+    a window over ``MAX_PROFILE_MB`` is left out)."""
     import tarfile
 
     runs = os.path.join(out, "runs")
@@ -208,20 +209,28 @@ def pack(out: str) -> None:
                 path = os.path.join(runs, name, f)
                 if os.path.exists(path):
                     tar.add(path, arcname=f"{name}/{f}")
-    for workload in ("conv", "starved", "tiny", "varlen"):
-        with tarfile.open(os.path.join(out, f"profiles_{workload}.tar.gz"), "w:gz") as tar:
-            for name in sorted(os.listdir(runs)):
-                prof = os.path.join(runs, name, "profile", "plugins", "profile")
-                if not name.startswith(workload) or not os.path.isdir(prof):
-                    continue
-                first = sorted(os.listdir(prof))[:1]
-                for window in first:
-                    for f in os.listdir(os.path.join(prof, window)):
-                        if f.endswith(".xplane.pb"):
-                            tar.add(os.path.join(prof, window, f), arcname=f"{name}/{f}")
+    with tarfile.open(os.path.join(out, "profiles.tar.gz"), "w:gz") as tar:
+        for name in sorted(os.listdir(runs)):
+            prof = os.path.join(runs, name, "profile", "plugins", "profile")
+            if not os.path.isdir(prof):
+                continue
+            for window in sorted(os.listdir(prof))[:1]:
+                for f in os.listdir(os.path.join(prof, window)):
+                    path = os.path.join(prof, window, f)
+                    if f.endswith(".xplane.pb") and os.path.getsize(path) < MAX_PROFILE_MB << 20:
+                        tar.add(path, arcname=f"{name}/{f}")
 
 
-def parent(out: str, small: bool, timeout: float, budget: float) -> int:
+MAX_PROFILE_MB = 6
+
+PLANS = {
+    "all": (PLAN, EXTRA),
+    # the worker pool Keras starts every epoch, and the GPM and memory a longer run records
+    "pool": ([("starved_long", {"workers": 4})], [("conv_long", {"diagnose": True})]),
+}
+
+
+def parent(out: str, small: bool, timeout: float, budget: float, plan: str = "all") -> int:
     started = time.time()
     os.makedirs(os.path.join(out, "runs"), exist_ok=True)
     watch = GpuWatch()
@@ -264,7 +273,8 @@ def parent(out: str, small: bool, timeout: float, budget: float) -> int:
             json.dump(results, f, indent=1)
         return res
 
-    for workload, expected in PLAN + EXTRA:
+    runs, extra = PLANS[plan]
+    for workload, expected in runs + extra:
         if time.time() - started > budget:
             print(f"{workload:40s} skipped: the {budget:g} s budget is spent", flush=True)
             continue
@@ -298,8 +308,9 @@ def main() -> int:
     p.add_argument("--small", action="store_true")
     p.add_argument("--timeout", type=float, default=90.0, help="seconds per run")
     p.add_argument("--budget", type=float, default=300.0, help="no run starts after this")
+    p.add_argument("--plan", choices=sorted(PLANS), default="all")
     a = p.parse_args()
-    return parent(a.out, a.small, a.timeout, a.budget)
+    return parent(a.out, a.small, a.timeout, a.budget, a.plan)
 
 
 if __name__ == "__main__":
