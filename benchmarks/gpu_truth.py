@@ -227,6 +227,7 @@ PLANS = {
     "all": (PLAN, EXTRA),
     # the worker pool Keras starts every epoch, and the GPM and memory a longer run records
     "pool": ([("starved_long", {"workers": 4})], [("conv_long", {"diagnose": True})]),
+    "pool-only": ([("starved_long", {"workers": 4})], []),
 }
 
 

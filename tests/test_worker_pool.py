@@ -14,7 +14,7 @@ import pytest
 from gpudiag.analyze import diagnose
 from gpudiag.analyze.fit_account import fit_account
 from gpudiag.analyze.gain import Gain
-from gpudiag.analyze.worker_pool import START_S, choose, pool_s
+from gpudiag.analyze.worker_pool import START_GPU_S, choose, pool_s
 from gpudiag.trace.load import load_file
 from tests.fit_synth import fit_timeline
 from tests.rules.kit import situation
@@ -39,7 +39,7 @@ def test_the_step_model_alone_promised_what_the_gpu_did_not_give():
     acc = fit_account(recorded("starved"))
     t = acc.steady_epoch_s
     step_gain = 8 * 0.85  # 8 worker processes, as the step model counts them
-    predicted = t / (t / step_gain + pool_s(8, START_S))
+    predicted = t / (t / step_gain + pool_s(8, START_GPU_S[0]))
     measured = epoch_s("starved") / epoch_s("starved_workers-8")
     assert predicted < 1.0 and measured < 1.0  # slower per epoch, both
 
@@ -74,7 +74,7 @@ def test_long_epochs_keep_the_step_gain():
 
     n, g, longer = choose(s, 8, 1, gain_for)
     assert (n, longer) == (8, False)
-    assert g.point == pytest.approx(20 / (20 / 6.8 + pool_s(8, START_S)), rel=1e-6)
+    assert g.point == pytest.approx(20 / (20 / 6.8 + pool_s(8, START_GPU_S[0])), rel=1e-6)
     assert "again every epoch" in g.basis
 
 

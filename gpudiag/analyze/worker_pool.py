@@ -10,7 +10,7 @@ worker processes over 40-batch epochs ran 0.40 s an epoch against 0.19–0.34 s 
     epoch now   = T + P(now)              (T: the steady steps of one epoch, measured)
     epoch after = T / g + P(n)            (g: the step gain; P: the pool's cost per epoch)
 
-with ``P(n) = DRAIN_S + n × START_S`` (or the cost measured at this run's epoch starts when it
+with ``P(n) = DRAIN_S + n × START_*_S`` (or the cost measured at this run's epoch starts when it
 already runs worker processes). Where no worker count gains per epoch, the pool paid once
 per fit (fewer, longer epochs) is proposed with it.
 
@@ -25,10 +25,12 @@ from gpudiag.analyze.evidence import Situation
 from gpudiag.analyze.gain import Gain
 
 DRAIN_S = 0.1  # OrderedEnqueuer.stop: the queue is drained until a get times out after 0.1 s
-# starting (and joining) one worker process, with its first batch: point and range; measured
-# 0.005 s (2-core CPU, fork), ~0.04 s (H100 VM, JAX): docs/remedies.md
-START_S = 0.02
-START_RANGE_S = (0.05, 0.005)  # (for the low end of the gain, for its high end)
+# starting (and joining) one worker process, with its first batch: (point, for the gain's low
+# end, for its high end). Forking a process that holds a GPU context costs more: measured
+# 0.033-0.058 s a worker on an H100 VM (JAX: 8 and 16 workers over 40- and 150-batch epochs),
+# 0.005 s on the 2-core CPU VM (TensorFlow, fork): docs/remedies.md
+START_GPU_S = (0.05, 0.08, 0.03)
+START_CPU_S = (0.01, 0.03, 0.005)
 WORTH = 1.1  # a per-epoch gain below this: the pool paid once per fit is proposed with it
 
 
@@ -59,13 +61,20 @@ def choose(
     best: tuple[float, int, Gain, bool] | None = None
     for once in (False, True):
         for k in counts:
-            g = _per_epoch(gain_for(k), k, acc.steady_epoch_s, now, per_worker, acc.epochs, once)
+            g = _per_epoch(
+                gain_for(k), k, acc.steady_epoch_s, now, per_worker, acc.epochs, once, _start(s)
+            )
             if best is None or g.point > best[0]:
                 best = (g.point, k, g, once)
         if best is not None and best[0] >= WORTH:
             break
     assert best is not None
     return best[1], best[2], best[3]
+
+
+def _start(s: Situation) -> tuple[float, float, float]:
+    """A worker's start cost by what the training process holds (a GPU context or not)."""
+    return START_CPU_S if s.cpu_device else START_GPU_S
 
 
 def _per_epoch(
@@ -76,6 +85,7 @@ def _per_epoch(
     per_worker: float | None,
     epochs: int,
     once: bool,
+    start: tuple[float, float, float],
 ) -> Gain:
     spread = max(1, epochs) if once else 1
 
@@ -83,10 +93,10 @@ def _per_epoch(
         cost = pool_s(n, per_worker if per_worker is not None else start_s) / spread
         return (epoch_s + now) / (epoch_s / step_gain + cost)
 
-    point = after(g.point, START_S)
-    low = after(g.low, START_RANGE_S[0])
-    high = after(g.high, START_RANGE_S[1])
-    cost = pool_s(n, per_worker if per_worker is not None else START_S)
+    point = after(g.point, start[0])
+    low = after(g.low, start[1])
+    high = after(g.high, start[2])
+    cost = pool_s(n, per_worker if per_worker is not None else start[0])
     how = "measured at this run's epoch starts" if per_worker is not None else "estimated"
     when = f"once per fit of {epochs} epochs" if once else "again every epoch"
     return Gain.of(
