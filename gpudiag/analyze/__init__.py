@@ -84,7 +84,7 @@ def diagnose(
         devices=device_rows(ranks),
         steps=steps,
         per_step=_first_rows(parts),
-        limitations=sorted({lim for tl in timelines for lim in tl.meta.limitations}),
+        limitations=sorted({lim for r in ranks for lim in r.timeline.meta.limitations}),
         sources=sorted({tl.meta.source for tl in timelines if tl.meta.source}),
         producer=", ".join(sorted({tl.meta.producer for tl in timelines})),
         activity=_activity(timelines, labels, parts),
