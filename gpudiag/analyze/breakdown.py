@@ -161,8 +161,7 @@ def step_breakdown(tl: Timeline) -> Breakdown:
         steps_analyzed=int(idx.size),
         step_time_us=float(np.median(durations)),
         devices=dev_totals,
-        per_step=(rows_computing if any(d.computes for d in dev_totals) else rows_all)
-        / len(used),
+        per_step=(rows_computing if any(d.computes for d in dev_totals) else rows_all) / len(used),
         step_durations_us=durations,
         work_us=work,
         host_transfer=float(np.mean([dev_totals[i].host_transfer for i in used])),
