@@ -37,6 +37,7 @@ from gpudiag.analyze.step_times import step_stats
 from gpudiag.analyze.timing_verdict import timing_verdict
 from gpudiag.analyze.verdict import Doubts, Verdict, judge
 from gpudiag.trace.runconfig import RunConfig
+from gpudiag.trace.stream_overlap import DOUBTFUL
 from gpudiag.trace.timeline import Timeline
 
 __all__ = ["Diagnosis", "diagnose"]
@@ -148,6 +149,7 @@ def _verdict(
         other_as_input=_mean(
             [r.breakdown.other_as_input for r in ranks if r.breakdown.steps_analyzed]
         ),
+        doubtful_device_times=any(r.timeline.meta.extra.get(DOUBTFUL) for r in ranks),
     )
     return judge(shares, ranks[0].config, doubts)
 

@@ -27,6 +27,9 @@ UNEXPLAINED_CONFIDENCE = 0.25  # we know the device is idle, not why
 WINDOWS_DISAGREE = 0.8  # a steady-state profiler window reached another verdict
 RANKS_DISAGREE = 0.8  # ranks reached different verdicts
 CONTENDED = 0.6  # other processes took the host CPU: a neighbour distorts every figure
+# kernels overlap on one stream as no stream runs them (trace/stream_overlap.py): every
+# device share rests on times that cannot all be right
+DOUBTFUL_DEVICE_TIMES = 0.6
 COPY_CONFIDENCE = 0.5  # we know what the device does (copies), not which copies to avoid
 
 
@@ -94,6 +97,7 @@ class Doubts:
     # not a doubt but a caveat the reason carries: host time counted as input wait
     # (breakdown.python_fed), as a share of step time
     other_as_input: float = 0.0
+    doubtful_device_times: bool = False  # kernels overlap on a stream (the limitations say)
 
 
 @dataclass
@@ -126,6 +130,9 @@ def judge(shares: dict[str, float], config: RunConfig, doubts: Doubts) -> Verdic
     if len(doubts.rank_verdicts) > 1:
         confidence *= RANKS_DISAGREE
         why += f" (ranks disagree: {', '.join(sorted(doubts.rank_verdicts))})"
+    if doubts.doubtful_device_times:
+        confidence *= DOUBTFUL_DEVICE_TIMES
+        why += " (device times doubtful: kernels overlap on one GPU stream)"
     if doubts.contention is not None:
         confidence *= CONTENDED
         why += (

@@ -41,6 +41,7 @@ from gpudiag.trace.sink import (
     Totals,
 )
 from gpudiag.trace.steps_infer import ensure_steps
+from gpudiag.trace.stream_overlap import StreamOverlap
 from gpudiag.trace.tf_devices import add_cpu_replicas, device_order, split_by_device
 from gpudiag.trace.tf_names import (
     COLL_OPS,
@@ -129,6 +130,7 @@ class _Gathered:
         self.pipeline: dict[str, Any] = {}
         self.stages = PipelineStages()
         self.facts = RunFacts()
+        self.overlap = StreamOverlap()  # kernels that cannot share their stream as written
         self.jax_seen = False
         self.keras_seen = False
 
@@ -206,6 +208,7 @@ def _gather(doc: ChromeDoc, g: _Gathered, live: bool) -> None:
                 _device_facts(facts, kind, name, end - ts, ev.get("args"))
                 if kind is Kind.H2D:
                     facts.h2d(device, ev.get("args"))
+                g.overlap.add((pid, tid), ts, end)
                 if kind is Kind.COMPUTE and (device in g.kernels or len(g.kernels) < MAX_KEYS):
                     g.kernels[device] = g.kernels.get(device, 0) + 1
             elif role == XLA_OPS:  # the op timeline of devices without streams (TPU)
@@ -331,6 +334,7 @@ def _build(g: _Gathered, meta: Metadata) -> list[Timeline]:
     # a TF or JAX profile is called inference only where it says so: older TF versions and
     # XLA profiles without op scopes do not name their backward ops at all
     facts.apply(base, inference_by_absence=False)
+    g.overlap.apply(base)
     host = _host_steps(g)
     device_steps = {d: s for d, s in g.device_steps.sinks.items() if len(s)}
     if device_steps and (host is not None or len(device_steps) == 1):
