@@ -75,17 +75,18 @@ class RawServer:
     """``python -m gpudiag mcp`` over raw JSON-RPC: requests written, answers read by a
     thread, the process tree's RSS sampled every 50 ms."""
 
-    def __init__(self, env: dict[str, str] | None = None) -> None:
+    def __init__(self, env: dict[str, str] | None = None, repo: Path = REPO) -> None:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "gpudiag", "mcp"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
-            cwd=REPO,
-            env={**os.environ, "PYTHONPATH": str(REPO), **(env or {})},
+            cwd=repo,
+            env={**os.environ, "PYTHONPATH": str(repo), **(env or {})},
         )
         self.answers: queue.Queue[dict[str, Any]] = queue.Queue()
-        self.peak_mb = 0.0
+        self.peak_mb = 0.0  # the server and its children together
+        self.peak_server_mb = 0.0  # the server alone
         self.most_children = 0
         self._next = 0
         self._done = False
@@ -117,6 +118,7 @@ class RawServer:
             except psutil.Error:
                 break
             self.peak_mb = max(self.peak_mb, rss / 1e6)
+            self.peak_server_mb = max(self.peak_server_mb, _rss(me) / 1e6)
             self.most_children = max(self.most_children, len(analyses))
             time.sleep(0.05)
 
@@ -231,7 +233,10 @@ def concurrent(server: RawServer, folder: Path, calls: int) -> tuple[bool, str]:
     verdicts = [json.loads(tool_text(a)[1]).get("verdict") if not tool_text(a)[0] else None
                 for a in answers]  # fmt: skip
     ok = all(verdicts) and server.most_children <= 1
-    return ok, f"verdicts {set(verdicts)}, at most {server.most_children} analysis at a time"
+    return ok, (
+        f"verdicts {set(verdicts)}, at most {server.most_children} analysis at a time, "
+        f"server alone {server.peak_server_mb:.0f} MB"
+    )
 
 
 def malformed(server: RawServer) -> list[tuple[str, bool, str]]:
@@ -287,13 +292,18 @@ def still_answering(server: RawServer) -> tuple[bool, str]:
 
 
 def run_cases(
-    ranks: int, concurrent_calls: int, huge_mb: int, budget_mb: float, slack_mb: float
+    ranks: int,
+    concurrent_calls: int,
+    huge_mb: int,
+    budget_mb: float,
+    slack_mb: float,
+    repo: Path = REPO,
 ) -> list[Case]:
     out: list[Case] = []
     with tempfile.TemporaryDirectory() as tmp:
         folder = rank_directory(Path(tmp) / "run", ranks)
         trace = slow_trace(Path(tmp) / "slow.xplane.pb")
-        server = RawServer({"GPUDIAG_MEMORY_MB": f"{budget_mb:g}"})
+        server = RawServer({"GPUDIAG_MEMORY_MB": f"{budget_mb:g}"}, repo)
 
         def judge(name: str, fn: Callable[[], tuple[bool, str]]) -> None:
             t0 = time.perf_counter()
@@ -327,9 +337,14 @@ def main() -> int:
     ap.add_argument("--huge-mb", type=int, default=200, help="size of the huge request (200)")
     ap.add_argument("--budget-mb", type=float, default=300.0)
     ap.add_argument("--slack-mb", type=float, default=30.0, help="allowed over the budget")
+    ap.add_argument(
+        "--repo", type=Path, default=REPO, help="the gpudiag checkout whose server is stressed"
+    )
     args = ap.parse_args()
     t0 = time.perf_counter()
-    cases = run_cases(args.ranks, args.concurrent, args.huge_mb, args.budget_mb, args.slack_mb)
+    cases = run_cases(
+        args.ranks, args.concurrent, args.huge_mb, args.budget_mb, args.slack_mb, args.repo
+    )
     print(f"{'case':42} {'ok':>3} {'s':>6} {'peak MB':>8}  detail")
     for c in cases:
         print(f"{c.name:42} {'yes' if c.ok else 'NO':>3} {c.seconds:6.1f} {c.peak_mb:8.0f}  "

@@ -13,23 +13,27 @@ child's reading processes (the child leads its own process group); its answer is
 most ``MAX_ANSWER_BYTES``.
 
     runner = ChildRunner()
-    code, out, err = await runner.run(["analyze", "--json", "--", "run/"])
+    answer = await runner.run(["analyze", "--json", "--", "run/"], decode)
 """
 
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
 import signal
 import subprocess
 import sys
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import anyio
 import anyio.abc
 
+from gpudiag.trace.allocator import give_back_free_memory
 from gpudiag.trace.limits import DEFAULT_MEMORY_MB, MEMORY_ENV
 
+T = TypeVar("T")
 MAX_WAITING = 16  # calls queued behind the running one; more are told to call again
 # A child running longer is stopped: reading is bounded (docs/formats.md), so only a stuck
 # analysis gets there, and it must not hold the client forever.
@@ -37,6 +41,11 @@ TIMEOUT_S = 900
 MAX_ANSWER_BYTES = 8 << 20  # a 5000-rank diagnosis is about 3 MB; parsed, ~10x that
 MAX_STDERR_BYTES = 64 << 10  # the CLI writes one line
 MIN_CHILD_MB = 100  # the least --memory-mb takes (cli/parser.py)
+# What the server itself takes to hand an answer on while the next child runs: the answer
+# as a dict, as its JSON text, and the message the SDK writes (a 3.5 MB answer of 5000
+# ranks took the server from 75 to 172 MB, benchmarks/mcp_stress.py). Kept out of each
+# child's share: the child then reads with fewer worker processes.
+ANSWER_RESERVE_MB = 100.0
 
 
 class Busy(Exception):
@@ -70,9 +79,11 @@ class ChildRunner:
         self.waiting = 0
         self._lock: anyio.Lock | None = None  # made in the event loop, on first use
 
-    async def run(self, argv: list[str]) -> tuple[int, bytes, bytes]:
-        """(exit code, stdout, stderr) of ``gpudiag ARGV``; Busy when the queue is full,
-        TimedOut past ``TIMEOUT_S``. Cancelled, it stops the child first."""
+    async def run(self, argv: list[str], finish: Callable[[int, bytes, bytes], T]) -> T:
+        """``finish(exit code, stdout, stderr)`` of ``gpudiag ARGV``, called before the next
+        child starts (it decodes the answer: its memory is not the next child's); Busy
+        when the queue is full, TimedOut past ``TIMEOUT_S``. Cancelled, it stops the child
+        first."""
         if self._lock is None:
             self._lock = anyio.Lock()
         if self.waiting >= self.max_waiting:
@@ -83,12 +94,14 @@ class ChildRunner:
         finally:
             self.waiting -= 1
         try:
-            return await self._child(argv)
+            return finish(*await self._child(argv))
         finally:
             self._lock.release()
 
     async def _child(self, argv: list[str]) -> tuple[int, bytes, bytes]:
-        share = max(MIN_CHILD_MB, budget_mb() - own_rss_mb())
+        gc.collect()  # the last answer's memory back to the system, then measured
+        give_back_free_memory()
+        share = max(MIN_CHILD_MB, budget_mb() - own_rss_mb() - ANSWER_RESERVE_MB)
         env = {**os.environ, MEMORY_ENV: f"{share:.0f}"}
         proc = await anyio.open_process(
             [sys.executable, "-m", "gpudiag", *argv],

@@ -16,6 +16,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from gpudiag import __version__
@@ -89,14 +90,22 @@ def one_line(text: str) -> str:
 
 
 async def _cli_json(
-    runner: ChildRunner, command: str, options: list[str], paths: list[str]
-) -> dict[str, Any]:
-    """``gpudiag COMMAND --json OPTIONS -- PATHS`` in a child process (after ``--`` a path
-    that begins with a dash stays a path), within the server's budget (``mcp_budget``).
-    Bad input (exit 2) becomes the tool's error, the CLI's one line; anything else that
-    goes wrong is one line too."""
+    runner: ChildRunner,
+    command: str,
+    options: list[str],
+    paths: list[str],
+    shape: Callable[[dict[str, Any]], Any],
+) -> Any:
+    """``shape`` of ``gpudiag COMMAND --json OPTIONS -- PATHS``, run in a child process
+    (after ``--`` a path that begins with a dash stays a path) within the server's budget
+    (``mcp_budget``); ``shape`` runs before the next child starts. Bad input (exit 2)
+    becomes the tool's error, the CLI's one line; anything else that goes wrong is one
+    line too."""
     try:
-        code, out, err = await runner.run([command, "--json", *options, "--", *paths])
+        return await runner.run(
+            [command, "--json", *options, "--", *paths],
+            lambda code, out, err: shape(_answer(command, code, out, err)),
+        )
     except Busy as e:
         raise tool_error(
             f"the server is busy: {e.args[0]} calls wait for the analysis running now; "
@@ -106,6 +115,22 @@ async def _cli_json(
         raise tool_error(f"gpudiag {command} took longer than {TIMEOUT_S} s; stopped") from None
     except OSError as e:
         raise tool_error(f"gpudiag {command} could not start ({e.strerror or e})") from None
+
+
+def tool_result(answer: dict[str, Any]) -> Any:
+    """The tool's result, made once: the answer as structured content and as its JSON text.
+    Handed a dict, the SDK would validate, copy and indent it after the next analysis has
+    started (a 3.5 MB answer of 5000 ranks took the server to 196 MB)."""
+    import mcp_types as types
+
+    text = json.dumps(answer, separators=(",", ":"))
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=text)], structured_content=answer
+    )
+
+
+def _answer(command: str, code: int, out: bytes, err: bytes) -> dict[str, Any]:
+    """The child's answer decoded, or the tool's error of one line."""
     if code != 0:
         text = err.decode("utf-8", "backslashreplace")
         lines = [ln for ln in text.splitlines() if ln.startswith("gpudiag: ")]
@@ -126,8 +151,11 @@ async def _cli_json(
     return answer
 
 
-async def _analyze(runner: ChildRunner, paths: list[str], ranks: bool) -> dict[str, Any]:
-    return await _cli_json(runner, "analyze", ["--ranks"] if ranks else [], checked_paths(paths))
+async def _analyze(
+    runner: ChildRunner, paths: list[str], ranks: bool, shape: Callable[[dict[str, Any]], Any]
+) -> Any:
+    options = ["--ranks"] if ranks else []
+    return await _cli_json(runner, "analyze", options, checked_paths(paths), shape)
 
 
 def _remedies(d: dict[str, Any]) -> dict[str, Any]:
@@ -173,8 +201,13 @@ def build_server() -> Any:
         `gpudiag analyze --json` (schema: gpudiag://schema/diagnosis), without the drawing
         data (activity, per_step) unless drawing_data. ranks: treat every file as a rank of
         one run even when their run ids differ."""
-        d = await _analyze(runner, paths, ranks)
-        return d if drawing_data else {k: v for k, v in d.items() if k not in DRAWING}
+
+        def shape(d: dict[str, Any]) -> Any:
+            return tool_result(
+                d if drawing_data else {k: v for k, v in d.items() if k not in DRAWING}
+            )
+
+        return await _analyze(runner, paths, ranks, shape)
 
     @server.tool()
     async def remedies(paths: list[str], ranks: bool = False) -> dict[str, Any]:
@@ -183,7 +216,7 @@ def build_server() -> Any:
         [low, high], basis (how the gain was derived: which measured shares or A/B figure),
         and the finding it addresses with its severity and evidence. Also the verdict and
         the limitations that bound what the trace could show."""
-        return _remedies(await _analyze(runner, paths, ranks))
+        return await _analyze(runner, paths, ranks, lambda d: tool_result(_remedies(d)))
 
     @server.tool()
     async def compare(base: str, new: str) -> dict[str, Any]:
@@ -196,7 +229,7 @@ def build_server() -> Any:
         Exactly `gpudiag compare --json` (schema: gpudiag://schema/comparison)."""
         checked_paths([base], "base")
         checked_paths([new], "new")
-        return await _cli_json(runner, "compare", [], [base, new])
+        return await _cli_json(runner, "compare", [], [base, new], tool_result)
 
     @server.resource("gpudiag://schema/diagnosis", mime_type="application/schema+json")
     def diagnosis_schema() -> str:
