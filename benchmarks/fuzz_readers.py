@@ -45,6 +45,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # run as a script: the repository's packages importable
 from benchmarks.fuzz_mutations import Base, all_bases, mutants  # noqa: E402
+from benchmarks.peak_rss import run_measured  # noqa: E402
 
 MAX_STEP_MS = 30 * 86_400e3  # a median step beyond 30 days is not a figure (docs/formats.md)
 MAX_LINE = 400  # characters of the refusal line besides the file's path
@@ -88,7 +89,7 @@ sys.exit(main(["analyze", sys.argv[1], "--json"]))
 def _analyze(
     path: Path, timeout: float, mem_mb: int, line_by_line: bool = False
 ) -> tuple[subprocess.CompletedProcess[bytes], float] | None:
-    """The finished process and its own peak RSS (MB, from ``os.wait4``), or None past
+    """The finished process and its own peak RSS (MB, ``peak_rss.py``), or None past
     ``timeout``."""
     env = {**os.environ, "GPUDIAG_DEBUG": "1", "PYTHONPATH": str(REPO)}
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
@@ -96,30 +97,9 @@ def _analyze(
         args = ["-c", LINE_BY_LINE, str(path)]
     else:
         args = ["-m", "gpudiag", "analyze", str(path), "--json"]
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        proc = subprocess.Popen(
-            [sys.executable, *args],
-            stdout=out,
-            stderr=err,
-            env=env,
-            cwd=REPO,
-            preexec_fn=_cap(mem_mb),
-        )
-        deadline = time.monotonic() + timeout
-        while True:
-            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-            if pid:
-                break
-            if time.monotonic() > deadline:
-                proc.kill()
-                os.wait4(proc.pid, 0)
-                return None
-            time.sleep(0.02)
-        proc.returncode = os.waitstatus_to_exitcode(status)
-        out.seek(0)
-        err.seek(0)
-        done = subprocess.CompletedProcess(proc.args, proc.returncode, out.read(), err.read())
-    return done, usage.ru_maxrss / 1024
+    return run_measured(
+        [sys.executable, *args], timeout, env=env, cwd=REPO, preexec_fn=_cap(mem_mb)
+    )
 
 
 def run_one(

@@ -5,16 +5,15 @@ the straggler test compares each device with the others from one sort per step."
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from benchmarks.peak_rss import run_measured
 from gpudiag.analyze import device_budget, diagnose
 from gpudiag.analyze.rules.straggler import find_straggler, median_of_others
 from gpudiag.trace.timeline import Kind, Metadata, Timeline
@@ -42,22 +41,14 @@ def kineto_devices(path: Path, devices: int, steps_per_device: int = 1) -> Path:
 
 def run(path: Path) -> tuple[subprocess.CompletedProcess[str], float, float]:
     """``gpudiag analyze PATH --json``, its wall time and its own peak RSS (MB)."""
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        t0 = time.perf_counter()
-        p = subprocess.Popen(
-            [sys.executable, "-m", "gpudiag", "analyze", str(path), "--json"],
-            stdout=out,
-            stderr=err,
-            cwd=REPO,
-        )
-        _, status, usage = os.wait4(p.pid, 0)
-        wall = time.perf_counter() - t0
-        out.seek(0)
-        err.seek(0)
-        r = subprocess.CompletedProcess(
-            p.args, os.waitstatus_to_exitcode(status), out.read().decode(), err.read().decode()
-        )
-    return r, wall, usage.ru_maxrss / 1024
+    cmd = [sys.executable, "-m", "gpudiag", "analyze", str(path), "--json"]
+    t0 = time.perf_counter()
+    done = run_measured(cmd, timeout=110, cwd=REPO)
+    wall = time.perf_counter() - t0
+    assert done is not None, "over 110 s"
+    r, rss = done
+    text = r.stdout.decode(), r.stderr.decode()
+    return subprocess.CompletedProcess(cmd, r.returncode, *text), wall, rss
 
 
 def test_two_thousand_devices_end_in_seconds(tmp_path):

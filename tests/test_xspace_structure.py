@@ -5,16 +5,15 @@ a line of millions of events is decoded a slice at a time; a stat out of range i
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 import pytest
 
 from benchmarks.hostile_xspace import xspace
+from benchmarks.peak_rss import run_measured
 from gpudiag.trace import xspace_lines
 from gpudiag.trace.limits import ReadLimits
 from gpudiag.trace.xplane import read_xplane
@@ -28,21 +27,13 @@ pytestmark = pytest.mark.timeout(120)
 
 
 def analyze(path: Path, *flags: str) -> tuple[subprocess.CompletedProcess[str], float]:
-    """``gpudiag analyze PATH --json FLAGS``, and the child's own peak RSS in MB (reaped
-    with ``os.wait4``: its ``ru_maxrss``, not the largest of all children so far)."""
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        p = subprocess.Popen(
-            [sys.executable, "-m", "gpudiag", "analyze", str(path), "--json", *flags],
-            stdout=out,
-            stderr=err,
-            cwd=REPO,
-        )
-        _, status, usage = os.wait4(p.pid, 0)
-        p.returncode = os.waitstatus_to_exitcode(status)
-        out.seek(0)
-        err.seek(0)
-        text = out.read().decode(), err.read().decode()
-    return subprocess.CompletedProcess(p.args, p.returncode, *text), usage.ru_maxrss / 1024
+    """``gpudiag analyze PATH --json FLAGS``, and its own peak RSS in MB (``peak_rss``)."""
+    cmd = [sys.executable, "-m", "gpudiag", "analyze", str(path), "--json", *flags]
+    done = run_measured(cmd, timeout=100, cwd=REPO)
+    assert done is not None, "over 100 s"
+    r, rss = done
+    text = r.stdout.decode(), r.stderr.decode()
+    return subprocess.CompletedProcess(cmd, r.returncode, *text), rss
 
 
 def _write(tmp_path: Path, name: str, data: bytes) -> Path:
