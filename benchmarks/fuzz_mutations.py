@@ -3,7 +3,8 @@
 Bases: the first events of every Kineto sample, a TensorFlow trace-viewer JSON and a
 gpudiag stream made from them (the xplane sample through gpudiag's XSpace reader, a
 TraceWriter run), and the xplane sample itself. Mutations: twelve kinds, each a function
-``(base, rng) -> bytes``; ``mutants`` draws them in turn, seeded, deterministic.
+``(base, rng) -> bytes``, and the structure-aware families of ``fuzz_structure.py``;
+``mutants`` draws them in turn, seeded, deterministic.
 
     for what, data in mutants(base, 24, random.Random(0)): ...
 """
@@ -259,15 +260,25 @@ TEXT: tuple[Mutation, ...] = (
 )  # fmt: skip
 
 
-def mutations_for(base: Base) -> tuple[Mutation, ...]:
+def mutations_for(base: Base, structure: bool = True) -> tuple[Mutation, ...]:
+    """The mutations of a base; ``structure``: with the structure-aware families of
+    ``fuzz_structure.py`` (metadata and device counts, string boundaries, impossible times)."""
+    from benchmarks import fuzz_structure as fs
+
     if base.kind == "xplane":
-        return (truncate, flip_bytes, many_planes, wrapped)
-    return COMMON + TEXT
+        ops: tuple[Mutation, ...] = (truncate, flip_bytes, many_planes, wrapped)
+        return ops + ((fs.metadata_counts, fs.impossible_times) if structure else ())
+    if base.kind == "gpudiag":
+        return COMMON + TEXT + ((fs.impossible_times,) if structure else ())
+    extra = (fs.device_counts, fs.string_boundaries, fs.impossible_times)
+    return COMMON + TEXT + (extra if structure else ())
 
 
-def mutants(base: Base, count: int, rng: random.Random) -> Iterator[tuple[str, bytes]]:
+def mutants(
+    base: Base, count: int, rng: random.Random, structure: bool = True
+) -> Iterator[tuple[str, bytes]]:
     """``count`` mutants of a base, every mutation in turn, then again with new draws."""
-    ops = mutations_for(base)
+    ops = mutations_for(base, structure)
     for i in range(count):
         op = ops[i % len(ops)]
         data = op(base, rng)

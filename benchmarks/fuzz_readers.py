@@ -8,9 +8,11 @@ error no reader foresaw shows as the traceback it is. Each outcome is one of:
   (0 to 30 days), shares in [0, 1], every time figure within a year, nothing on stderr;
 - ``refused``: exit 2 and one short line on stderr naming the file;
 - a defect: ``traceback``, ``exit N``, ``signal N``, ``timeout``, ``non-finite``,
-  ``implausible``, ``stderr`` (more than that one line, or output beside an answer), and
-  with ``--line-by-line`` ``differs``: a gpudiag stream whose reading a chunk at a time
-  gives other output than its reading line by line.
+  ``implausible``, ``stderr`` (more than that one line, or output beside an answer),
+  ``memory`` (a peak RSS over ``MAX_RSS_MB``), ``unnamed`` (an answer to an impossible-times
+  mutant whose limitations do not name what it holds), and with ``--line-by-line``
+  ``differs``: a gpudiag stream whose reading a chunk at a time gives other output than its
+  reading line by line.
 
 Bases and mutations: ``fuzz_mutations.py``.
 
@@ -32,6 +34,7 @@ import resource
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -42,11 +45,14 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # run as a script: the repository's packages importable
 from benchmarks.fuzz_mutations import Base, all_bases, mutants  # noqa: E402
+from benchmarks.peak_rss import run_measured  # noqa: E402
 
 MAX_STEP_MS = 30 * 86_400e3  # a median step beyond 30 days is not a figure (docs/formats.md)
 MAX_LINE = 400  # characters of the refusal line besides the file's path
+MAX_RSS_MB = 400.0  # the contract's ~300 MB, with room for the interpreter's own variance
 DEFECTS = (
-    "traceback", "exit", "signal", "timeout", "non-finite", "implausible", "stderr", "differs"
+    "traceback", "exit", "signal", "timeout", "non-finite", "implausible", "stderr", "differs",
+    "memory", "unnamed",
 )  # fmt: skip
 
 
@@ -57,6 +63,7 @@ class Outcome:
     verdict: str  # "answer", "refused" or a defect in DEFECTS
     detail: str
     seconds: float
+    rss_mb: float = 0.0
 
 
 # ---- running and judging -----------------------------------------------------------------
@@ -81,47 +88,54 @@ sys.exit(main(["analyze", sys.argv[1], "--json"]))
 
 def _analyze(
     path: Path, timeout: float, mem_mb: int, line_by_line: bool = False
-) -> subprocess.CompletedProcess[bytes] | None:
-    """The finished process, or None past ``timeout``."""
+) -> tuple[subprocess.CompletedProcess[bytes], float] | None:
+    """The finished process and its own peak RSS (MB, ``peak_rss.py``), or None past
+    ``timeout``."""
     env = {**os.environ, "GPUDIAG_DEBUG": "1", "PYTHONPATH": str(REPO)}
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     if line_by_line:
         args = ["-c", LINE_BY_LINE, str(path)]
     else:
         args = ["-m", "gpudiag", "analyze", str(path), "--json"]
-    try:
-        return subprocess.run(
-            [sys.executable, *args],
-            capture_output=True,
-            timeout=timeout,
-            env=env,
-            cwd=REPO,
-            preexec_fn=_cap(mem_mb),
-        )
-    except subprocess.TimeoutExpired:
-        return None
+    return run_measured(
+        [sys.executable, *args], timeout, env=env, cwd=REPO, preexec_fn=_cap(mem_mb)
+    )
 
 
 def run_one(
-    path: Path, timeout: float, mem_mb: int, line_by_line: bool = False
-) -> tuple[str, str, float]:
-    """(verdict, detail, seconds) of ``gpudiag analyze PATH --json``; ``line_by_line``: the
-    same run with the stream read line by line must give the same exit, output and message."""
+    path: Path,
+    timeout: float,
+    mem_mb: int,
+    line_by_line: bool = False,
+    must_name: tuple[str, ...] = (),
+    max_rss_mb: float = MAX_RSS_MB,
+) -> tuple[str, str, float, float]:
+    """(verdict, detail, seconds, peak RSS MB) of ``gpudiag analyze PATH --json``;
+    ``line_by_line``: the same run with the stream read line by line must give the same
+    exit, output and message; ``must_name``: an answer's limitations must say one of these
+    (the mutant holds something it must name); past ``max_rss_mb`` it is a defect."""
     t0 = time.perf_counter()
-    r = _analyze(path, timeout, mem_mb)
+    got = _analyze(path, timeout, mem_mb)
     seconds = time.perf_counter() - t0
-    if r is None:
-        return "timeout", f"over {timeout:g} s", seconds
+    if got is None:
+        return "timeout", f"over {timeout:g} s", seconds, 0.0
+    r, rss = got
     verdict, detail = judge(r.returncode, r.stdout, r.stderr, str(path))
+    if verdict not in DEFECTS and rss > max_rss_mb:
+        return "memory", f"peak RSS {rss:.0f} MB", seconds, rss
+    if verdict == "answer" and must_name:
+        limitations = json.loads(r.stdout).get("limitations") or []
+        if not any(n in lim for n in must_name for lim in limitations):
+            return "unnamed", f"no limitation says {' or '.join(must_name)}", seconds, rss
     if line_by_line and verdict not in DEFECTS:
         ref = _analyze(path, timeout, mem_mb, line_by_line=True)
-        if ref is None or (ref.returncode, ref.stdout, ref.stderr) != (
+        if ref is None or (ref[0].returncode, ref[0].stdout, ref[0].stderr) != (
             r.returncode,
             r.stdout,
             r.stderr,
         ):
-            return "differs", "not what reading it line by line gives", seconds
-    return verdict, detail, seconds
+            return "differs", "not what reading it line by line gives", seconds, rss
+    return verdict, detail, seconds, rss
 
 
 def judge(code: int, out: bytes, err: bytes, path: str) -> tuple[str, str]:
@@ -200,25 +214,40 @@ def fuzz(
     mem_mb: int = 1024,
     jobs: int = 2,
     line_by_line: bool = False,
+    only: tuple[str, ...] = (),
+    keep: bool = False,
 ) -> list[Outcome]:
-    """Write every mutant under ``workdir`` and judge each run (``line_by_line``: each
-    gpudiag stream mutant also against its reading line by line)."""
+    """Write each mutant under ``workdir`` and judge its run (``line_by_line``: each
+    gpudiag stream mutant also against its reading line by line; ``only``: these mutations
+    alone). Mutants are made in order (the same seed, the same mutants) as the runs go, and
+    removed once judged unless ``keep``: some are tens of MB."""
+    from benchmarks.fuzz_structure import NAMED
+
     rng = random.Random(seed)
-    todo: list[tuple[Base, str, Path]] = []
-    for base in bases:
-        for i, (what, data) in enumerate(mutants(base, per_base, rng)):
-            path = workdir / f"{base.name}.{i:03d}.{what}"
-            path.write_bytes(data)
-            todo.append((base, what, path))
+    slots = threading.Semaphore(2 * jobs)  # mutants on disk at once
 
-    def one(item: tuple[Base, str, Path]) -> Outcome:
-        base, _, path = item
-        check = line_by_line and base.kind == "gpudiag"
-        verdict, detail, seconds = run_one(path, timeout, mem_mb, check)
-        return Outcome(base.name, f"{path.name}", verdict, detail, seconds)
+    def one(base: Base, what: str, path: Path) -> Outcome:
+        try:
+            check = line_by_line and base.kind == "gpudiag"
+            named = NAMED if what == "impossible_times" else ()
+            verdict, detail, seconds, rss = run_one(path, timeout, mem_mb, check, named)
+            return Outcome(base.name, path.name, verdict, detail, seconds, rss)
+        finally:
+            if not keep:
+                path.unlink(missing_ok=True)
+            slots.release()
 
+    futures = []
     with ThreadPoolExecutor(jobs) as pool:
-        return list(pool.map(one, todo))
+        for base in bases:
+            for i, (what, data) in enumerate(mutants(base, per_base, rng)):
+                if only and what not in only:
+                    continue
+                slots.acquire()
+                path = workdir / f"{base.name}.{i:03d}.{what}"
+                path.write_bytes(data)
+                futures.append(pool.submit(one, base, what, path))
+        return [f.result() for f in futures]
 
 
 def main() -> int:
@@ -232,6 +261,9 @@ def main() -> int:
     ap.add_argument("--keep", help="write the mutants here and keep them")
     ap.add_argument("--stream-steps", type=int, help="steps of the gpudiag stream base")
     ap.add_argument("--only", action="append", help="fuzz only this base (repeatable)")
+    ap.add_argument(
+        "--mutation", action="append", help="only this mutation (repeatable), e.g. device_counts"
+    )
     ap.add_argument(
         "--line-by-line",
         action="store_true",
@@ -254,6 +286,8 @@ def main() -> int:
             args.mem_mb,
             args.jobs,
             args.line_by_line,
+            tuple(args.mutation or ()),
+            keep=bool(args.keep),
         )
     counts = collections.Counter(o.verdict for o in outcomes)
     per_mutation = collections.Counter((o.mutation.split(".")[-1], o.verdict) for o in outcomes)
@@ -266,8 +300,12 @@ def main() -> int:
         a, r = per_mutation[(what, "answer")], per_mutation[(what, "refused")]
         d = sum(per_mutation[(what, v)] for v in DEFECTS)
         print(f"  {what:16s} {a:4d} {r:4d} {d:4d}")
+    if not outcomes:
+        return 0
     slowest = max(outcomes, key=lambda o: o.seconds)
     print(f"slowest: {slowest.mutation} {slowest.seconds:.1f} s ({slowest.verdict})")
+    biggest = max(outcomes, key=lambda o: o.rss_mb)
+    print(f"largest peak RSS: {biggest.mutation} {biggest.rss_mb:.0f} MB ({biggest.verdict})")
     for o in outcomes:
         if o.verdict in DEFECTS:
             print(f"DEFECT {o.verdict}: {o.mutation}: {o.detail}")

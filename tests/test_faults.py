@@ -90,7 +90,9 @@ def test_xplane_beyond_the_decode_bound_is_refused_before_decoding(capsys, monke
     xplane = str(SAMPLES / "tf_gpu_multi_worker.xplane.pb")  # 3 MB
     monkeypatch.delenv("GPUDIAG_MAX_XPLANE_MB", raising=False)
     calls = []
-    monkeypatch.setattr("gpudiag.trace.xplane.read_xplane", lambda p: calls.append(p) or [])
+    monkeypatch.setattr(
+        "gpudiag.trace.xplane.read_xplane", lambda p, bounds=None: calls.append(p) or []
+    )
     code, _, err = analyze(capsys, xplane, "--max-xplane-mb", "1")
     assert code == 2 and err.count("\n") == 1
     assert "3 MB xplane" in err and "--max-xplane-mb" in err and not calls

@@ -17,7 +17,7 @@ from gpudiag.record.writer import TraceWriter
 from gpudiag.show.follow import TraceFollower
 from gpudiag.show.live import LiveState, render
 from gpudiag.trace.follow import NotGpudiagTrace, TraceTail
-from gpudiag.trace.timeline import Metadata
+from gpudiag.trace.timeline import Kind, Metadata
 from tests.conftest import REPO
 from tests.synth import periodic
 
@@ -256,3 +256,65 @@ def test_a_run_that_stopped_writing_without_closing_is_called_silent(tmp_path):
     w.step(4, 4000.0, 5000.0)  # it writes again
     assert follower.poll().silent_s is None
     w.close()
+
+
+def _open_window_stream(path, steps: int, findings: int = 0) -> None:
+    """A run whose profiler window opens and never closes: every step profiled, with its
+    kernel and input wait (what the tail must hold a bounded window of)."""
+    import numpy as np
+
+    from gpudiag.trace.timeline import Timeline
+
+    w = TraceWriter(str(path), Metadata(producer="gpudiag", devices=["GPU 0"]), flush_every=0)
+    w.detail(True)
+    for i in range(0, steps, 500):
+        chunk = Timeline(meta=Metadata(producer="gpudiag"))
+        t = np.arange(i, i + 500) * 1000.0
+        chunk.add_activity("GPU 0", Kind.COMPUTE, t + 300.0, t + 900.0)
+        chunk.add_input_wait(t, t + 250.0)
+        for j in range(500):
+            w.step(i + j, t[j], t[j] + 1000.0, profiled=True)
+        w.timeline(chunk)
+    for k in range(findings):
+        w.pipeline({"note": k})
+    w.flush()
+
+
+def test_a_window_that_never_closes_is_held_to_its_latest_events(tmp_path, monkeypatch):
+    """Was: a 57 MB stream of one open window took the follower to 417 MB (every event of
+    the window kept). Now its latest MAX_WINDOW_EVENTS, whatever the file's size."""
+    from gpudiag.trace import follow
+
+    monkeypatch.setattr(follow, "MAX_WINDOW_EVENTS", 3000)
+    monkeypatch.setattr(follow, "MAX_META_EVENTS", 50)
+    path = tmp_path / "open.json"
+    _open_window_stream(path, steps=6000, findings=200)
+    tail = TraceTail(str(path), window_s=1e9)
+    while tail.poll():
+        assert len(tail.profile) <= 3000 and len(tail.meta_events) <= 50
+    assert tail.profile.maxlen == 3000
+    tl = tail.timeline()
+    assert tl.steps.profiled.sum() <= 3000 and tl.steps.index[-1] == 5999  # the latest
+    assert tl.has_device_activity()
+
+
+def test_each_poll_reads_a_bounded_slice_and_a_tail_far_behind_skips_ahead(tmp_path, monkeypatch):
+    """Was: 64 MB parsed per poll, no frame drawn for 18 s with the writer at full speed."""
+    from gpudiag.trace import follow
+
+    monkeypatch.setattr(follow, "MAX_READ", 100_000)
+    monkeypatch.setattr(follow, "MAX_BEHIND", 1_000_000)
+    path = tmp_path / "fast.json"
+    _open_window_stream(path, steps=20_000)
+    size = path.stat().st_size
+    follower = TraceFollower(str(path))
+    follower.poll()  # the header and the first slice
+    assert follower.tail._offset <= 100_000
+    status = follower.poll()  # far behind: to the file's last slice
+    assert follower.tail.skipped > size - 300_000
+    assert "MB skipped to keep up" in status.note
+    while follower.tail.poll():
+        pass
+    assert follower.tail._offset == size and follower.tail.bad_lines == 0
+    busy = follower.tail.timeline().device_activity("GPU 0", Kind.COMPUTE)
+    assert busy.ends.max() == 19_999 * 1000.0 + 900.0  # the writer's latest kernel

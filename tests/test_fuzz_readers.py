@@ -60,3 +60,28 @@ def test_mutants_are_deterministic_and_cover_every_mutation() -> None:
 )
 def test_the_judge_tells_answers_refusals_and_defects_apart(code, out, err, verdict) -> None:
     assert judge(code, out, err, "F")[0] == verdict
+
+
+@pytest.mark.timeout(240)
+def test_the_structure_aware_families_have_no_defect(tmp_path: Path) -> None:
+    """Metadata counts (xplane), device counts and string boundaries (Kineto JSON),
+    impossible times in bounds (every reader, which must name them): one mutant of each."""
+    bases = {b.name: b for b in all_bases(events=300)}
+    plan = [
+        ("xplane", "metadata_counts"),
+        ("xplane", "impossible_times"),
+        ("mi250_rocm_minitoy", "device_counts"),
+        ("mi250_rocm_minitoy", "string_boundaries"),
+        ("mi250_rocm_minitoy", "impossible_times"),
+        ("tf_trace_viewer", "impossible_times"),
+        ("gpudiag_stream", "impossible_times"),
+    ]
+    outcomes = []
+    for i, (name, what) in enumerate(plan):
+        base = bases[name]
+        per_base = len(mutations_for(base))  # each mutation once, in turn
+        outcomes += fuzz([base], per_base, seed=i, workdir=tmp_path, timeout=60, only=(what,))
+    defects = [f"{o.verdict}: {o.mutation}: {o.detail}" for o in outcomes if o.verdict in DEFECTS]
+    assert not defects, "\n".join(defects)
+    assert len(outcomes) == len(plan)
+    assert max(o.rss_mb for o in outcomes) < 400

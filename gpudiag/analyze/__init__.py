@@ -45,6 +45,7 @@ from gpudiag.analyze.verdict import Doubts, Verdict, judge
 from gpudiag.analyze.window_phase import scaled_to_run
 from gpudiag.analyze.workload import shown, workload_facts
 from gpudiag.trace.runconfig import RunConfig
+from gpudiag.trace.stream_overlap import DOUBTFUL
 from gpudiag.trace.timeline import Timeline
 
 __all__ = ["Diagnosis", "diagnose"]
@@ -103,7 +104,7 @@ def diagnose(
         steps=steps,
         per_step=_first_rows(parts),
         limitations=sorted(
-            {lim for tl in timelines for lim in tl.meta.limitations}
+            {lim for r in ranks for lim in r.timeline.meta.limitations}
             | {note for note in [model_parallel_note(ranks[0].config)] if note}
         ),
         sources=sorted({tl.meta.source for tl in timelines if tl.meta.source}),
@@ -181,6 +182,7 @@ def _verdict(
         other_as_input=_mean(
             [r.breakdown.other_as_input for r in ranks if r.breakdown.steps_analyzed]
         ),
+        doubtful_device_times=any(r.timeline.meta.extra.get(DOUBTFUL) for r in ranks),
     )
     return judge(shares, ranks[0].config, doubts)
 

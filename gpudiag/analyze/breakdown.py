@@ -118,7 +118,10 @@ def step_breakdown(tl: Timeline) -> Breakdown:
     ends = tl.steps.end[idx]
     durations = ends - starts
     weights = durations / durations.sum()
-    per_dev_step: list[np.ndarray] = []
+    # the per-step rows summed over the devices that compute and over all: held once, not
+    # once per device (devices x steps rows took hundreds of MB on traces of many devices)
+    rows_computing = np.zeros((idx.size, len(CATEGORIES)))
+    rows_all = np.zeros((idx.size, len(CATEGORIES)))
     dev_totals: list[DeviceShares] = []
     waits = tl.input_wait.merged()
     work: dict[str, np.ndarray] = {}
@@ -137,9 +140,10 @@ def step_breakdown(tl: Timeline) -> Breakdown:
         counted = np.stack([inp, t_exposed, c_len, k_exposed], axis=1)
         other = np.maximum(0.0, durations - counted.sum(axis=1))
         rows = np.column_stack([counted, other]) / durations[:, None]
-        per_dev_step.append(rows)
+        rows_all += rows
         computes = bool(ck_len.sum() > 0)
         if computes:
+            rows_computing += rows
             work[device] = durations - k_exposed
         shares = dict(zip(CATEGORIES, (rows * weights[:, None]).sum(axis=0).tolist(), strict=True))
         total = float(durations.sum())
@@ -162,7 +166,7 @@ def step_breakdown(tl: Timeline) -> Breakdown:
         steps_analyzed=int(idx.size),
         step_time_us=float(np.median(durations)),
         devices=dev_totals,
-        per_step=np.mean(np.stack([per_dev_step[i] for i in used]), axis=0),
+        per_step=(rows_computing if any(d.computes for d in dev_totals) else rows_all) / len(used),
         step_durations_us=durations,
         work_us=work,
         host_transfer=float(np.mean([dev_totals[i].host_transfer for i in used])),

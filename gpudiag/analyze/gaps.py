@@ -16,7 +16,7 @@ import numpy as np
 
 from gpudiag.analyze.breakdown import profiled_steps
 from gpudiag.analyze.thresholds import GAP_BOUNDARY_WINDOW, GAP_MIN_FRACTION_OF_STEP, GAP_MIN_US
-from gpudiag.trace.timeline import Kind, Timeline, subtract, union_many, union_of
+from gpudiag.trace.timeline import Intervals, Kind, Timeline, subtract, union_many, union_of
 
 
 @dataclass
@@ -57,8 +57,11 @@ def idle_gaps(tl: Timeline) -> list[Gaps]:
         for d in tl.devices
         if len(tl.device_activity(d, Kind.COMPUTE)) or len(tl.device_activity(d, Kind.COLLECTIVE))
     ] or tl.devices
+    by_device: dict[str, list[Intervals]] = {}
+    for (d, _), iv in tl.activity.items():  # once: a scan per device was quadratic
+        by_device.setdefault(d, []).append(iv)
     for device in working:
-        busy = union_many([iv for (d, _), iv in tl.activity.items() if d == device])
+        busy = union_many(by_device.get(device, []))
         # idle = what the profiled steps cover and the device does not (windows: not between)
         idle = subtract(profiled, busy)
         gap_len = idle.ends - idle.starts

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from gpudiag.analyze import rules
 from gpudiag.analyze.arrival import RankTiming, find_waited_for
 from gpudiag.analyze.breakdown import Breakdown
+from gpudiag.analyze.device_budget import within_device_budget
 from gpudiag.analyze.diagnosis import DeviceSummary, Finding, RankSummary
 from gpudiag.analyze.evidence import PYTHON_FED, HostFacts
 from gpudiag.analyze.gaps import Gaps, idle_gaps
@@ -43,7 +44,8 @@ class RankView:
 
 def read_ranks(timelines: list[Timeline], cpu_count: int | None = None) -> list[RankView]:
     views = []
-    for label, tl in zip(_labels(timelines), timelines, strict=True):
+    for label, whole in zip(_labels(timelines), timelines, strict=True):
+        tl = within_device_budget(whole)  # per-device analyses: at most a bounded table
         cfg = config_of(tl, cpu_count)
         run = whole_run(tl, fed_from_python=cfg.input_kind in PYTHON_FED)
         views.append(RankView(label, tl, run, idle_gaps(tl), cfg, HostFacts.of(tl)))

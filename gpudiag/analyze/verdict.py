@@ -30,6 +30,9 @@ CONTENDED = 0.6  # other processes took the host CPU: a neighbour distorts every
 # every profiler window fell in the warm-up or a cache-filling first epoch: the figures are
 # right, but for a phase the steady run does not repeat
 UNREPRESENTATIVE = 0.5
+# kernels overlap on one stream as no stream runs them (trace/stream_overlap.py): every
+# device share rests on times that cannot all be right
+DOUBTFUL_DEVICE_TIMES = 0.6
 COPY_CONFIDENCE = 0.5  # we know what the device does (copies), not which copies to avoid
 
 
@@ -98,6 +101,7 @@ class Doubts:
     # (breakdown.python_fed), as a share of step time
     other_as_input: float = 0.0
     unrepresentative: bool = False  # every window outside the steady run (window_phase.py)
+    doubtful_device_times: bool = False  # kernels overlap on a stream (the limitations say)
 
 
 @dataclass
@@ -132,6 +136,9 @@ def judge(shares: dict[str, float], config: RunConfig, doubts: Doubts) -> Verdic
     if len(doubts.rank_verdicts) > 1:
         confidence *= RANKS_DISAGREE
         why += f" (ranks disagree: {', '.join(sorted(doubts.rank_verdicts))})"
+    if doubts.doubtful_device_times:
+        confidence *= DOUBTFUL_DEVICE_TIMES
+        why += " (device times doubtful: kernels overlap on one GPU stream)"
     if doubts.contention is not None:
         confidence *= CONTENDED
         why += (

@@ -113,12 +113,11 @@ def _stderr_console() -> Any:
 
 
 def cmd_analyze(args: argparse.Namespace) -> int:
+    from gpudiag.cli.parser import READ_LIMIT_FLAGS
     from gpudiag.trace.limits import ReadLimits
     from gpudiag.trace.runs import run_files
 
-    limits = ReadLimits.from_env(
-        args.gzip_ratio, args.max_intervals, args.xplane_mb, args.memory_mb
-    )
+    limits = ReadLimits.from_env(**{dest: getattr(args, dest) for _, dest, *_ in READ_LIMIT_FLAGS})
     try:
         diagnosis = diagnose_files(
             run_files(args.paths),

@@ -89,6 +89,23 @@ READ_LIMIT_FLAGS: tuple[tuple[str, str, Callable[[str], float], str, str], ...] 
         "its size in memory (default 350, or $GPUDIAG_MAX_XPLANE_MB)",
     ),
     (
+        "--max-xplane-metadata",
+        "xplane_metadata",
+        at_least(1000, whole=True),
+        "N",
+        "refuse a .xplane.pb holding more than N metadata entries (event and stat names, "
+        "about 300 bytes of memory each; real profiles hold up to about 11000) "
+        "(default 100000, or $GPUDIAG_MAX_XPLANE_METADATA)",
+    ),
+    (
+        "--max-xplane-lines",
+        "xplane_lines",
+        at_least(100, whole=True),
+        "N",
+        "refuse a .xplane.pb holding more than N lines (threads and streams, about 500 "
+        "bytes each; real profiles hold tens) (default 50000, or $GPUDIAG_MAX_XPLANE_LINES)",
+    ),
+    (
         "--memory-mb",
         "memory_mb",
         at_least(100),

@@ -99,6 +99,8 @@ class TraceFollower:
             status.note = "run ended; " + status.note
         if self.tail.bad_lines:
             status.note += f"; {self.tail.bad_lines} malformed line(s) skipped"
+        if self.tail.skipped:  # the writer outran the tail: the latest events are shown
+            status.note += f"; {self.tail.skipped / 1e6:,.0f} MB skipped to keep up"
         if len(self.patterns) > 1 or glob.has_magic(self.patterns[0]):
             status.note += f"; following {os.path.basename(current)}"
         self._last = status

@@ -251,7 +251,12 @@ def open_chrome(path: str, index: bool = True) -> ChromeDoc:
     top, prefix = _top_level(path)
     doc = ChromeDoc(events=EventStream(path, prefix), top=top)
     if prefix == "item":  # a bare JSON array: must look like trace events
-        first = list(islice(_raw_items(path), 50))
+        try:
+            first = list(islice(_raw_items(path), 50))
+        except TraceError as e:
+            if INT_OVERFLOW not in e.problem:
+                raise
+            first = []  # integers beyond 64 bits among the first items: not trace events
         if not first or not all(isinstance(e, dict) and "ph" in e for e in first):
             raise TraceError(path, _describe_json(first))
     if index:
@@ -266,14 +271,44 @@ def _raw_items(path: str) -> Iterator[Any]:
         yield from ijson.items(f, "item", use_float=True)
 
 
+INT_OVERFLOW = "integer overflow"  # yajl's words for an integer beyond 64 bits
+
+
 def _top_level(path: str) -> tuple[dict[str, Any], str]:
     """Keys of the top-level object written before ``traceEvents`` (Kineto and TF write
     their run facts first), and the ijson prefix of the event list: from the head decoded
-    whole where it is small (``read_top``), else streamed by ijson."""
+    whole where it is small (``read_top``), else streamed by ijson. Valid JSON whose
+    integers exceed 64 bits (rocprofiler-sdk's output, say), which the parser cannot take,
+    is judged by whether it names ``traceEvents`` at all."""
     try:
         return read_top(path), "traceEvents.item"
     except NotLines:
         pass
+    try:
+        return _top_level_streamed(path)
+    except TraceError as e:
+        if INT_OVERFLOW not in e.problem:
+            raise
+        if not mentions(path, b'"traceEvents"'):
+            raise TraceError(path, NO_TRACE_EVENTS) from None
+        raise TraceError(
+            path, "invalid JSON for gpudiag: an integer beyond 64 bits before its traceEvents"
+        ) from None
+
+
+def mentions(path: str, needle: bytes) -> bool:
+    """Whether the decompressed file holds ``needle`` anywhere (read a chunk at a time,
+    within the gzip bound)."""
+    tail = b""
+    with open_stream(path) as f:
+        while chunk := f.read(1 << 20):
+            if needle in tail + chunk:
+                return True
+            tail = chunk[-len(needle) :]
+    return False
+
+
+def _top_level_streamed(path: str) -> tuple[dict[str, Any], str]:
     import ijson
     from ijson.common import ObjectBuilder
 
@@ -337,15 +372,22 @@ def index_head(doc: ChromeDoc, limit: int = HEAD_EVENTS) -> None:
             close()  # the file behind a stream, now rather than when collected
 
 
+NO_TRACE_EVENTS = "not a trace: a JSON object with no traceEvents"
+
+
 def _describe_json(doc: Any) -> str:
+    """What a JSON document that is not a trace is not, never what it holds: any JSON file
+    the process can open may be named (through the MCP server too), so its keys and values
+    are not repeated."""
     if isinstance(doc, list) and doc and isinstance(doc[0], dict) and "cols" in doc[0]:
         return "an xprof tool result (a table such as overview_page), not a trace"
     if isinstance(doc, dict) and ("cols" in doc or "rows" in doc):
         return "an xprof tool result (a table), not a trace"
     if isinstance(doc, dict):
-        keys = ", ".join(sorted(doc)[:5]) or "none"
-        return f"JSON object without 'traceEvents' (keys: {keys})"
-    return f"JSON {type(doc).__name__}, not a trace"
+        return NO_TRACE_EVENTS
+    if isinstance(doc, list):
+        return "not a trace: a JSON list whose items are not trace events"
+    return f"not a trace: {json_kind(doc)} of JSON"
 
 
 def loads(raw: bytes | str) -> Any:
@@ -366,6 +408,6 @@ def number(ev: dict[str, Any], key: str, path: str) -> float:
             return float(v)
         except (TypeError, ValueError):
             raise TraceError(
-                path, f"event {str(ev.get('name'))[:40]!r} has non-numeric {key!r}: {v!r}"
+                path, f"event {str(ev.get('name'))[:40]!r} has non-numeric {key!r}: {str(v)[:20]!r}"
             ) from None
     return float(v)

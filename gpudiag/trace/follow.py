@@ -1,9 +1,13 @@
 """Tail a gpudiag trace while DiagnoseCallback writes it, keeping a bounded rolling view.
 
 Each ``poll()`` reads only the bytes added since the last one (a partial last line waits for
-the next poll). Kept: the header and metadata updates, findings, the latest profiler window's
-device activity and steps, and the last ``window_s`` seconds of steps and counters — so memory
-stays bounded however long training runs.
+the next poll), at most ``MAX_READ`` of them, so a frame is drawn soon whatever the writer
+does; a tail more than ``MAX_BEHIND`` behind the writer skips ahead to its last ``MAX_READ``
+and says how much it skipped. Kept: the header and the first ``MAX_META_EVENTS`` metadata
+updates and findings, the latest ``MAX_WINDOW_EVENTS`` events of the profiler windows (the
+one being written and the last complete ones), and the last ``window_s`` seconds of steps
+and counters (at most ``MAX_ROLLING``) — so memory stays flat however long training runs,
+even when a profiler window never closes (a 57 MB stream of one open window took 417 MB).
 
     tail = TraceTail("gpudiag-trace-….json")
     if tail.poll():
@@ -37,8 +41,13 @@ from gpudiag.trace.gpudiag_format import (
 )
 from gpudiag.trace.timeline import Timeline
 
-MAX_PROFILE_EVENTS = 500_000
-MAX_READ = 64 << 20  # bytes read per poll: a burst is taken over several frames
+# Events of the profiler windows held: about 500 bytes each as parsed, so ~25 MB, and a
+# frame's diagnosis of them well under a second (benchmarks/follow_memory.py).
+MAX_WINDOW_EVENTS = 50_000
+MAX_ROLLING = 100_000  # steps and counters of the last window_s: 30 s of 3,000 steps/s
+MAX_META_EVENTS = 1_000  # as the file's reader: the callback writes a handful
+MAX_READ = 2 << 20  # bytes read per poll (~20,000 events): a burst takes several frames
+MAX_BEHIND = 32 << 20  # further behind the writer than this, the tail skips ahead
 KEEP_WINDOWS = 3
 
 
@@ -55,10 +64,13 @@ class TraceTail:
     def _reset(self) -> None:
         self.header: dict[str, Any] | None = None
         self.meta_events: list[dict[str, Any]] = []
-        self.rolling: deque[dict[str, Any]] = deque()  # steps and counters, time-bounded
-        self.profile: list[dict[str, Any]] = []  # window being written: device, input, steps
+        # steps and counters, time-bounded
+        self.rolling: deque[dict[str, Any]] = deque(maxlen=MAX_ROLLING)
+        # the window being written (device, input, steps): its latest events
+        self.profile: deque[dict[str, Any]] = deque(maxlen=MAX_WINDOW_EVENTS)
         # the last few complete profiler windows: the live verdict follows the run
         self.windows: deque[list[dict[str, Any]]] = deque(maxlen=KEEP_WINDOWS)
+        self.skipped = 0  # bytes skipped to keep up with the writer
         self.latest_us = 0.0
         self.closed = False  # the closing bracket was seen: the run ended
         self.bad_lines = 0  # malformed or wrongly typed lines, skipped
@@ -82,6 +94,10 @@ class TraceTail:
         self._inode = st.st_ino
         if st.st_size <= self._offset:
             return False
+        if self.header is not None and st.st_size - self._offset > MAX_BEHIND:
+            ahead = st.st_size - MAX_READ  # the latest events; the line cut is skipped
+            self.skipped += ahead - self._offset
+            self._offset, self._partial, self._overlong = ahead, b"", True
         try:
             with open(self.path, "rb") as f:
                 f.seek(self._offset)
@@ -134,18 +150,23 @@ class TraceTail:
         if isinstance(ts, int | float):
             self.latest_us = max(self.latest_us, float(ts) + float(ev.get("dur", 0) or 0))
         if name == META_UPDATE or cat in (CAT_FINDING, CAT_PIPELINE, CAT_SPAN):
-            self.meta_events.append(ev)
+            if len(self.meta_events) < MAX_META_EVENTS:
+                self.meta_events.append(ev)
         elif cat == CAT_WINDOW:  # a window's events are complete: keep the last few windows
             self.profile.append(ev)
-            self.windows.append(self.profile)
-            self.profile = []
-        elif cat.startswith(CAT_DEVICE) or cat == CAT_INPUT:
-            if len(self.profile) < MAX_PROFILE_EVENTS:
-                self.profile.append(ev)
-        elif cat == CAT_STEP and (ev.get("args") or {}).get("profiled"):
+            self.windows.append(list(self.profile))
+            self.profile.clear()
+            self._bound_windows()
+        elif _in_window(ev, cat):
             self.profile.append(ev)
         elif cat in (CAT_STEP, CAT_STEP_GROUP) or ev.get("ph") == "C":
             self.rolling.append(ev)
+
+    def _bound_windows(self) -> None:
+        """The complete windows hold at most ``MAX_WINDOW_EVENTS`` events together: the
+        oldest windows go first."""
+        while len(self.windows) > 1 and sum(map(len, self.windows)) > MAX_WINDOW_EVENTS:
+            self.windows.popleft()
 
     def _prune(self) -> None:
         horizon = self.latest_us - self.window_us
@@ -178,3 +199,10 @@ class TraceTail:
                 p50 = float(args.get("p50", dur / n))
                 out += [(ts + k * dur / n, ts + k * dur / n + p50) for k in range(n)]
         return sorted(out)
+
+
+def _in_window(ev: dict[str, Any], cat: str) -> bool:
+    """A profiler window's event: device activity, an input wait, a profiled step."""
+    if cat.startswith(CAT_DEVICE) or cat == CAT_INPUT:
+        return True
+    return cat == CAT_STEP and bool((ev.get("args") or {}).get("profiled"))

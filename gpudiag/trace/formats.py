@@ -185,7 +185,7 @@ def _read_xplane(path: str, head: bytes, limits: ReadLimits) -> list[Timeline]:
             raise TraceError(path, "a gzip inside a gzip: decompress it once (gunzip) and retry")
         raise TraceError(path, "gzip holds binary data that is not a trace")
     check_xplane_size(path, limits.xplane_mb)  # refused before it is decoded
-    return read_xplane(path)
+    return read_xplane(path, limits.xspace())
 
 
 def _no_identity(head: bytes) -> Identity:

@@ -26,6 +26,7 @@ from gpudiag.trace.memory_events import MemoryEvents
 from gpudiag.trace.name_scan import NameCache, scanned
 from gpudiag.trace.sink import MAX_KEYS, STEP_WEIGHT, IntervalBudget, SinkTable, Totals
 from gpudiag.trace.steps_infer import ensure_steps, is_marker
+from gpudiag.trace.stream_overlap import StreamOverlap
 from gpudiag.trace.timeline import HOST_COMPUTE, Intervals, Kind, Metadata, Timeline, subtract
 
 KERNEL_CATS = frozenset({"kernel", "Kernel"})
@@ -106,6 +107,7 @@ def read_kineto_events(events: Iterable[Any], top: dict[str, Any], path: str) ->
     facts = RunFacts()
     sizes = SizedCollectives()  # collectives with their message size (record_param_comms)
     memory = MemoryEvents()  # the allocator's totals (profile_memory=True)
+    overlap = StreamOverlap()  # kernels that cannot share their stream as written
     launches = graphs = 0
     hip = False
     single_process = multi_process = False
@@ -157,6 +159,8 @@ def read_kineto_events(events: Iterable[Any], top: dict[str, Any], path: str) ->
                 else:
                     kind = Kind.COPY  # a memset fills memory: no compute
                 dev.add((device, kind), ts, ts + dur)
+                if pid != LEGACY_CUDA_PID:  # legacy ranges are ops, not a stream's work
+                    overlap.add((device, ev.get("tid")), ts, ts + dur)
             elif cat in RUNTIME_CATS:
                 if "Launch" in name or "Memcpy" in name:
                     ts = float(ev["ts"])
@@ -241,6 +245,7 @@ def read_kineto_events(events: Iterable[Any], top: dict[str, Any], path: str) ->
     if hip and not tl.meta.device_type:
         tl.meta.device_type = "ROCm GPU"
     facts.apply(tl)
+    overlap.apply(tl)
     if not dev:
         tl.meta.limitations.append(
             "no GPU events in this trace (CPU-only run, or the profiler did not record CUDA "

@@ -1,7 +1,8 @@
 """The bounds a read works under, as one value handed to whoever reads.
 
-``gpudiag analyze --max-gzip-ratio/--max-intervals/--max-xplane-mb/--memory-mb`` (or their
-environment variables, read once here) make a ``ReadLimits``; the CLI passes it to the
+``gpudiag analyze --max-gzip-ratio/--max-intervals/--max-xplane-mb/--memory-mb/
+--max-xplane-metadata/--max-xplane-lines`` (or their environment variables, read once here)
+make a ``ReadLimits``; the CLI passes it to the
 process that reads each file (itself, a pool worker, a Dask worker), which applies it around
 the read. The environment is never used to carry it to workers.
 
@@ -23,10 +24,12 @@ from dataclasses import dataclass, replace
 from gpudiag.trace.sink import (
     DEFAULT_MAX_INTERVALS,
     LIMIT_ENV,
+    MAX_KEYS,
     MIN_INTERVALS,
     limit_intervals,
 )
 from gpudiag.trace.source import DEFAULT_GZIP_RATIO, RATIO_ENV, limit_gzip_ratio
+from gpudiag.trace.xspace_counts import XSpaceBounds
 
 # the bound docs/formats.md promises for one analysis (one file: ~200-230 MB measured)
 DEFAULT_MEMORY_MB = 300.0
@@ -40,6 +43,20 @@ XPLANE_BASE_MB = 50
 XPLANE_MB_PER_MB = 2.7
 DEFAULT_MAX_XPLANE_MB = 350.0
 XPLANE_LIMIT_ENV = "GPUDIAG_MAX_XPLANE_MB"
+# What an XSpace holds costs memory whatever the file's size (xspace_counts.py): metadata
+# entries about 300 bytes each while read (decoded, named, looked up), a line about 500 bytes
+# (its names, its thread in the trace-viewer events). Real profiles hold 300 to 11,000
+# metadata entries and 14 to 40 lines (sample_traces/, the Keras GPU profiles); the defaults
+# are 9 and 1,000 times that: each bound reached costs 30-60 MB, and 100,000 entries each a
+# distinct kernel's name are read in seconds (benchmarks/README.md).
+DEFAULT_MAX_XPLANE_METADATA = 100_000
+XPLANE_METADATA_ENV = "GPUDIAG_MAX_XPLANE_METADATA"
+XPLANE_BYTES_PER_METADATA = 300
+DEFAULT_MAX_XPLANE_LINES = 50_000
+XPLANE_LINES_ENV = "GPUDIAG_MAX_XPLANE_LINES"
+XPLANE_BYTES_PER_LINE = 500
+# planes: a host's and one per device; further devices are not told apart anyway (MAX_KEYS)
+MAX_XPLANE_PLANES = MAX_KEYS
 
 
 def _env(name: str, default: float) -> float:
@@ -60,6 +77,8 @@ class ReadLimits:
     # what gpudiag analyze and its reading processes may take together: it decides how many
     # worker processes read rank files at once (runs.pool_size)
     memory_mb: float = DEFAULT_MEMORY_MB
+    xplane_metadata: int = DEFAULT_MAX_XPLANE_METADATA  # metadata entries of one .xplane.pb
+    xplane_lines: int = DEFAULT_MAX_XPLANE_LINES  # lines of one .xplane.pb
 
     @classmethod
     def from_env(
@@ -68,6 +87,8 @@ class ReadLimits:
         max_intervals: int | None = None,
         xplane_mb: float | None = None,
         memory_mb: float | None = None,
+        xplane_metadata: int | None = None,
+        xplane_lines: int | None = None,
     ) -> ReadLimits:
         """The given bounds; each one not given from its environment variable, else the
         default."""
@@ -79,7 +100,15 @@ class ReadLimits:
             ),
             xplane_mb=xplane_mb or _env(XPLANE_LIMIT_ENV, DEFAULT_MAX_XPLANE_MB),
             memory_mb=memory_mb or _env(MEMORY_ENV, DEFAULT_MEMORY_MB),
+            xplane_metadata=int(
+                xplane_metadata or _env(XPLANE_METADATA_ENV, DEFAULT_MAX_XPLANE_METADATA)
+            ),
+            xplane_lines=int(xplane_lines or _env(XPLANE_LINES_ENV, DEFAULT_MAX_XPLANE_LINES)),
         )
+
+    def xspace(self) -> XSpaceBounds:
+        """The bounds on what one XSpace may hold."""
+        return XSpaceBounds(self.xplane_metadata, self.xplane_lines, MAX_XPLANE_PLANES)
 
     def shared(self, files: int) -> ReadLimits:
         """The bounds of each of ``files`` rank files read for one analysis: an equal share

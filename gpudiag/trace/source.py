@@ -145,13 +145,17 @@ class JsonGuard:
             buf = _ESCAPE.sub(b"", buf[: len(buf) - len(tail)]) + tail
         # only quotes and brackets matter: drop everything else, then the complete strings
         rest = _STRING.sub(b"", buf.translate(None, _NOT_STRUCTURE))
+        if self._in_string:  # the string carried over ends at the chunk's next quote
+            end = buf.find(b'"', 1)
+            self._check_string(self._string_len + (end if end > 0 else len(buf)) - 1)
         q = rest.find(b'"')
         if q >= 0:  # a string is still open at the end of this chunk
-            self._string_len += len(chunk)
-            if self._string_len > self.max_string:
-                raise TraceError(
-                    self.path, f"a JSON string longer than {self.max_string >> 20} MiB"
-                )
+            # its opening quote is the chunk's last one (escapes are gone): the string runs
+            # on from an earlier chunk only when that quote is the one carried over
+            opened = buf.rfind(b'"')
+            carried = self._string_len if self._in_string and opened == 0 else 0
+            self._string_len = carried + len(buf) - opened - 1
+            self._check_string(self._string_len)
             self._in_string = b'"\\' if buf.endswith(b"\\") else b'"'
             rest = rest[:q]
         else:
@@ -165,6 +169,10 @@ class JsonGuard:
         if int(levels.max()) > self.max_depth:
             raise TraceError(self.path, f"JSON nested deeper than {self.max_depth} levels")
         self.depth = int(levels[-1])
+
+    def _check_string(self, length: int) -> None:
+        if length > self.max_string:
+            raise TraceError(self.path, f"a JSON string longer than {self.max_string >> 20} MiB")
 
 
 @contextlib.contextmanager

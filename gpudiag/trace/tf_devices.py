@@ -6,8 +6,12 @@ timelines = split_by_device(base, device_steps, budget)    # multi-worker xplane
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
+from gpudiag.trace.comm import classify
+from gpudiag.trace.facts import RunFacts
 from gpudiag.trace.sink import IntervalBudget, IntervalSink, SinkTable
 from gpudiag.trace.steps_infer import ensure_steps
 from gpudiag.trace.timeline import Intervals, Kind, Metadata, Timeline, union_of
@@ -106,3 +110,26 @@ def split_by_device(
 def device_order(device: str) -> tuple[str, int]:
     kind, _, num = device.partition(" ")
     return (kind, int(num) if num.isdigit() else 0)
+
+
+def device_facts(facts: RunFacts, kind: Kind, name: str, dur: float, args: Any) -> None:
+    """Precision, communication library and training evidence of one device event."""
+    if kind is Kind.COLLECTIVE:
+        comm = classify(name)
+        facts.comm(comm.library if comm else "other", dur)
+    elif kind is Kind.COMPUTE:
+        facts.kernel(name, dur, op=args.get("tf_op") if isinstance(args, dict) else None)
+    if isinstance(args, dict) and not facts.training_evidence:
+        scope = args.get("tf_op")  # training evidence in the op's scope (gradient_tape/...)
+        if isinstance(scope, str):
+            facts.scopes_seen = True
+        else:
+            # TF 2.3-2.5 GPU kernels name their op in "annotation" / "level 0"
+            scope = (
+                args.get("long_name")
+                or args.get("kernel_name")
+                or args.get("annotation")
+                or args.get("level 0")
+            )
+        if isinstance(scope, str):
+            facts.scope(scope)

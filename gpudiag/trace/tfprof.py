@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from gpudiag.trace.chrome import MAX_NAME, ChromeDoc
-from gpudiag.trace.comm import Comm, classify
+from gpudiag.trace.comm import Comm
 from gpudiag.trace.errors import TraceError
 from gpudiag.trace.facts import RunFacts
 from gpudiag.trace.name_scan import NameCache
@@ -41,7 +41,8 @@ from gpudiag.trace.sink import (
     Totals,
 )
 from gpudiag.trace.steps_infer import ensure_steps
-from gpudiag.trace.tf_devices import add_cpu_replicas, device_order, split_by_device
+from gpudiag.trace.stream_overlap import StreamOverlap
+from gpudiag.trace.tf_devices import add_cpu_replicas, device_facts, device_order, split_by_device
 from gpudiag.trace.tf_host_work import HostWork
 from gpudiag.trace.tf_names import (
     COLL_OPS,
@@ -136,6 +137,7 @@ class _Gathered:
         self.stages = PipelineStages()
         self.facts = RunFacts()
         self.work = HostWork(budget.sink())  # compilations, eager ops
+        self.overlap = StreamOverlap()  # kernels that cannot share their stream as written
         self.jax_seen = False
         self.keras_seen = False
 
@@ -210,9 +212,10 @@ def _gather(doc: ChromeDoc, g: _Gathered, live: bool) -> None:
                 busy = g.dev.get((device, kind))
                 if busy is not None:
                     busy.add(ts, end)
-                _device_facts(facts, kind, name, end - ts, ev.get("args"))
+                device_facts(facts, kind, name, end - ts, ev.get("args"))
                 if kind is Kind.H2D:
                     facts.h2d(device, ev.get("args"))
+                g.overlap.add((pid, tid), ts, end)
                 if kind is Kind.COMPUTE and (device in g.kernels or len(g.kernels) < MAX_KEYS):
                     g.kernels[device] = g.kernels.get(device, 0) + 1
             elif role == XLA_OPS:  # the op timeline of devices without streams (TPU)
@@ -346,6 +349,7 @@ def _build(g: _Gathered, meta: Metadata) -> list[Timeline]:
     # a TF or JAX profile is called inference only where it says so: older TF versions and
     # XLA profiles without op scopes do not name their backward ops at all
     facts.apply(base, inference_by_absence=False)
+    g.overlap.apply(base)
     host = _host_steps(g)
     device_steps = {d: s for d, s in g.device_steps.sinks.items() if len(s)}
     if device_steps and (host is not None or len(device_steps) == 1):
@@ -374,26 +378,3 @@ def _host_steps(g: _Gathered) -> tuple[np.ndarray, np.ndarray, np.ndarray] | Non
         order = np.lexsort((e, s))
         return np.arange(order.size), s[order], e[order]
     return None
-
-
-def _device_facts(facts: RunFacts, kind: Kind, name: str, dur: float, args: Any) -> None:
-    """Precision, communication library and training evidence of one device event."""
-    if kind is Kind.COLLECTIVE:
-        comm = classify(name)
-        facts.comm(comm.library if comm else "other", dur)
-    elif kind is Kind.COMPUTE:
-        facts.kernel(name, dur, op=args.get("tf_op") if isinstance(args, dict) else None)
-    if isinstance(args, dict) and not facts.training_evidence:
-        scope = args.get("tf_op")  # training evidence in the op's scope (gradient_tape/...)
-        if isinstance(scope, str):
-            facts.scopes_seen = True
-        else:
-            # TF 2.3-2.5 GPU kernels name their op in "annotation" / "level 0"
-            scope = (
-                args.get("long_name")
-                or args.get("kernel_name")
-                or args.get("annotation")
-                or args.get("level 0")
-            )
-        if isinstance(scope, str):
-            facts.scope(scope)

@@ -15,14 +15,20 @@ import os
 
 from gpudiag.trace.chrome import ChromeDoc, index_names
 from gpudiag.trace.errors import TraceError
-from gpudiag.trace.limits import (  # the bound lives with the others
+from gpudiag.trace.limits import (  # the bounds live with the others
     XPLANE_BASE_MB,
+    XPLANE_BYTES_PER_LINE,
+    XPLANE_BYTES_PER_METADATA,
     XPLANE_LIMIT_ENV,
+    XPLANE_LINES_ENV,
     XPLANE_MB_PER_MB,
+    XPLANE_METADATA_ENV,
+    ReadLimits,
 )
 from gpudiag.trace.tfprof import read_tf_stream, read_tf_trace
 from gpudiag.trace.timeline import Timeline
 from gpudiag.trace.xplane_facts import apply_gpu_facts, gpu_facts
+from gpudiag.trace.xspace_counts import XSpaceBounds, XSpaceShape
 from gpudiag.trace.xspace_events import MAX_DURATION_PS, XSpaceEvents, open_xspace
 from gpudiag.trace.xspace_memory import apply_memory, memory_profile
 
@@ -60,10 +66,11 @@ def _names_only_xspace(path: str) -> bool:
     return any(p.name.startswith(("/host:", "/device:")) for p in space.planes)
 
 
-def read_xplane(path: str) -> list[Timeline]:
+def read_xplane(path: str, bounds: XSpaceBounds | None = None) -> list[Timeline]:
     """The profile's trace-viewer events, as xprof makes them, read by ``tfprof``; events
-    with impossible times are dropped and the report says how many."""
-    events = open_xspace(path)
+    with impossible times are dropped and the report says how many. An XSpace holding more
+    than ``bounds`` allows is refused before it is decoded (``shape_problem``)."""
+    events = open_xspace(path, bounds or ReadLimits().xspace(), shape_problem)
     timelines = read_events(ChromeDoc(events=events), path, events)
     notes = []
     if events.dropped:
@@ -114,3 +121,25 @@ def check_xplane_size(path: str, limit: float) -> None:
             f"({XPLANE_MB_PER_MB:g} MB per MB), beyond the {limit:g} MB bound on xplane "
             f"files; raise it with --max-xplane-mb or {XPLANE_LIMIT_ENV}",
         )
+
+
+def shape_problem(shape: XSpaceShape, bounds: XSpaceBounds) -> str:
+    """Why an XSpace is refused before it is decoded: the bound it passes, what reading
+    past it costs, and how to raise it."""
+    if shape.over == "metadata":
+        return (
+            f"an XSpace of more than {bounds.metadata:,} metadata entries (event and stat "
+            f"names; real profiles hold up to about 11,000): each takes about "
+            f"{XPLANE_BYTES_PER_METADATA} bytes of memory to read, whatever the file's size; "
+            f"raise the bound with --max-xplane-metadata or {XPLANE_METADATA_ENV}"
+        )
+    if shape.over == "lines":
+        return (
+            f"an XSpace of more than {bounds.lines:,} lines (threads and streams; real "
+            f"profiles hold tens): each takes about {XPLANE_BYTES_PER_LINE} bytes of memory "
+            f"to read; raise the bound with --max-xplane-lines or {XPLANE_LINES_ENV}"
+        )
+    return (
+        f"an XSpace of more than {bounds.planes:,} planes (a host's and one per device): "
+        f"devices beyond {bounds.planes:,} are not told apart; split the profile by host"
+    )

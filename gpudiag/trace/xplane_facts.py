@@ -57,10 +57,16 @@ def plane_stats(plane: Any) -> dict[str, Any]:
     return {names.get(s.metadata_id, ""): _stat_value(s, names) for s in plane.stats}
 
 
+MAX_MAJOR = 99  # compute capabilities run 1.0 to 12.x; the minor is one digit (8.6, 8.9)
+
+
 def gpu_of(stats: dict[str, Any]) -> dict[str, Any] | None:
-    """The facts of one GPU plane's stats; None without a compute capability."""
+    """The facts of one GPU plane's stats; None without a compute capability (a stat out
+    of range, such as a minor of -1, is no capability: the profile is read without it)."""
     major, minor = stats.get("compute_cap_major"), stats.get("compute_cap_minor")
-    if not isinstance(major, int) or not isinstance(minor, int) or major <= 0:
+    if not isinstance(major, int) or not isinstance(minor, int):
+        return None
+    if not (0 < major <= MAX_MAJOR and 0 <= minor <= 9):
         return None
     out: dict[str, Any] = {"compute_capability": f"{major}.{minor}"}
     sms = stats.get("core_count")

@@ -42,6 +42,8 @@ from typing import Any
 
 from gpudiag.trace.errors import TraceError
 from gpudiag.trace.xspace_args import INTERNAL_EVENTS, STEP_NAME, add_stats, lazy_args
+from gpudiag.trace.xspace_counts import XSpaceBounds, XSpaceShape, xspace_shape
+from gpudiag.trace.xspace_lines import parse_line
 from gpudiag.trace.xspace_prep import (
     REGION,
     Grouping,
@@ -51,7 +53,7 @@ from gpudiag.trace.xspace_prep import (
     region_ids,
     regions,
 )
-from gpudiag.trace.xspace_schema import XLine, XLineHead, XSpaceLines
+from gpudiag.trace.xspace_schema import XSpaceLines
 from gpudiag.trace.xspace_steps import CORRELATION_ID, STEPS_LINE, STEPS_TID, StepDeriver
 
 HOST_PLANE = "/host:CPU"
@@ -157,18 +159,6 @@ class XSpaceEvents:
                 continue
             ev["args"] = {STEP_NAME: name}
             yield ev
-
-
-def parse_line(raw: bytes, path: str, head: bool = False) -> Any:
-    """One line, decoded (``head``: its names only, its events left undecoded)."""
-    line = XLineHead() if head else XLine()
-    try:
-        line.ParseFromString(raw)
-    except Exception as e:  # protobuf's DecodeError
-        raise TraceError(
-            path, f"not a profiler trace: a protobuf whose lines do not decode ({e})"
-        ) from None
-    return line
 
 
 def _line_resource(line: Any) -> tuple[int, str]:
@@ -324,10 +314,20 @@ def _meta(plane: Any, mid: int, stat_names: dict[int, str]) -> _Meta | None:
     return step if step is not None else shown, args
 
 
-def open_xspace(path: str) -> XSpaceEvents:
-    """Decode the file's metadata, lines left serialized, and the names xprof shows."""
+def open_xspace(
+    path: str,
+    bounds: XSpaceBounds | None = None,
+    refusal: Callable[[XSpaceShape, XSpaceBounds], str] | None = None,
+) -> XSpaceEvents:
+    """Decode the file's metadata, lines left serialized, and the names xprof shows. With
+    ``bounds``, an XSpace holding more is refused first, in ``refusal``'s words."""
     with open(path, "rb") as f:
         raw = f.read()
+    if bounds is not None:
+        shape = xspace_shape(raw, bounds)
+        if shape.over is not None:
+            why = refusal(shape, bounds) if refusal else f"an XSpace of too many {shape.over}"
+            raise TraceError(path, why)
     space = XSpaceLines()
     try:
         space.ParseFromString(raw)
