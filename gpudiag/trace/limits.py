@@ -20,6 +20,7 @@ import contextlib
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from gpudiag.trace.sink import (
     DEFAULT_MAX_INTERVALS,
@@ -29,7 +30,9 @@ from gpudiag.trace.sink import (
     limit_intervals,
 )
 from gpudiag.trace.source import DEFAULT_GZIP_RATIO, RATIO_ENV, limit_gzip_ratio
-from gpudiag.trace.xspace_counts import XSpaceBounds
+
+if TYPE_CHECKING:  # a JSON trace's read never loads the xplane side (tests/test_cold_start.py)
+    from gpudiag.trace.xspace_counts import XSpaceBounds
 
 # the bound docs/formats.md promises for one analysis (one file: ~200-230 MB measured)
 DEFAULT_MEMORY_MB = 300.0
@@ -108,6 +111,8 @@ class ReadLimits:
 
     def xspace(self) -> XSpaceBounds:
         """The bounds on what one XSpace may hold."""
+        from gpudiag.trace.xspace_counts import XSpaceBounds
+
         return XSpaceBounds(self.xplane_metadata, self.xplane_lines, MAX_XPLANE_PLANES)
 
     def shared(self, files: int) -> ReadLimits:
