@@ -24,13 +24,13 @@ import time
 from typing import Any
 
 from gpudiag.record.backends import RecordBackend
+from gpudiag.record.call_timer import CallTimer
 from gpudiag.record.compile_watch import CompileWatch
 from gpudiag.record.completion import StepCompletion
 from gpudiag.record.decode import GIL_BURST_S, WindowDecoder
 from gpudiag.record.fit_clock import FitClock
 from gpudiag.record.memory import MemoryProbe
 from gpudiag.record.profiler import DEFAULT_WARMUP_STEPS, ProfilerWindow, WindowSchedule
-from gpudiag.record.ranks import CallTimer
 from gpudiag.record.samplers import SamplerSet
 from gpudiag.record.writer import TraceWriter
 from gpudiag.trace.kept_run import write_manifest
@@ -55,7 +55,7 @@ class RecordingSession:
         schedule: when profiler windows open; None: no windows.
         profile_steps: steps per window.
         profile_dir: keep each window's raw profile there.
-        calls: times the train-function call of each step (see ``ranks.CallTimer``).
+        calls: times the train-function call of each step (see ``call_timer.CallTimer``).
         in_epoch_start: the step of an epoch where later windows open.
         steps_per_epoch: Keras's steps per epoch when known.
         steps_per_execution: the batches Keras runs per train-function call.

@@ -18,7 +18,7 @@ from gpudiag.analyze.diagnosis import Finding, Suggestion
 from gpudiag.analyze.evidence import RankEvidence, Situation, pct
 from gpudiag.analyze.gain import Gain, removed
 from gpudiag.analyze.needs import Needs, OneOf
-from gpudiag.analyze.wording import api
+from gpudiag.analyze.wording import dialect
 
 ID = "allocator-stalls"
 # the device idle an allocator call causes is only measured where device time is
@@ -83,5 +83,5 @@ def advise(f: Finding, s: Situation) -> list[Suggestion]:
         f"device idle {share:.0%} of the time while the host frees/allocates; a caching "
         "allocator makes those calls rare (not measured on this run)",
     )
-    title, detail = _REMEDY[api(s.config)]
+    title, detail = _REMEDY[dialect(s.config)]
     return [g.suggestion(title, detail, ID, "caching-allocator")]

@@ -22,7 +22,7 @@ from gpudiag.analyze.diagnosis import Finding, Suggestion
 from gpudiag.analyze.evidence import RankEvidence, Situation, pct
 from gpudiag.analyze.gain import Gain, removed
 from gpudiag.analyze.needs import Needs, OneOf
-from gpudiag.analyze.wording import api, inference
+from gpudiag.analyze.wording import dialect, inference
 from gpudiag.trace.timeline import HOST_COMPUTE, Intervals, subtract
 
 ID = "host-preprocessing"
@@ -135,7 +135,7 @@ def advise(f: Finding, s: Situation) -> list[Suggestion]:
             "that needs it, on another thread), or do it on the device.",
         )
     else:
-        title, detail = _TEXT.get(api(s.config), _TEXT["*"])
+        title, detail = _TEXT.get(dialect(s.config), _TEXT["*"])
     if inference(s.config):
         detail = detail.replace("DataLoader workers", "worker processes")
     return [g.suggestion(title, detail, ID, "move-preprocessing")]

@@ -19,7 +19,7 @@ from gpudiag.analyze.evidence import RankEvidence, Situation, pct
 from gpudiag.analyze.gain import Gain, removed
 from gpudiag.analyze.needs import Needs, OneOf
 from gpudiag.analyze.rules import host_preprocessing
-from gpudiag.analyze.wording import api
+from gpudiag.analyze.wording import dialect
 from gpudiag.trace.timeline import subtract
 
 ID = "host-sync-stalls"
@@ -121,7 +121,7 @@ def advise(f: Finding, s: Situation) -> list[Suggestion]:
         f"device idle {share:.0%} of the time right after host syncs; half of it "
         "recovered at the point (not measured on this run)",
     )
-    who = api(s.config)
+    who = dialect(s.config)
     title, detail = (
         _INFERENCE.get(who, _INFERENCE["keras"]) if s.config.training is False else _REMEDY[who]
     )

@@ -21,7 +21,7 @@ from gpudiag.analyze.diagnosis import Finding, Suggestion
 from gpudiag.analyze.evidence import RankEvidence, Situation, pct
 from gpudiag.analyze.gain import Gain, removed
 from gpudiag.analyze.needs import Needs
-from gpudiag.analyze.wording import api
+from gpudiag.analyze.wording import dialect
 from gpudiag.trace.runconfig import RunConfig
 from gpudiag.trace.timeline import Timeline
 
@@ -108,9 +108,9 @@ def _remedies(cfg: RunConfig) -> list[tuple[str, str, str]]:
     """The remedies that fit the framework, the GPU and the precision, none already in place."""
     half = cfg.precision not in (None, "float32")
     tc = _tensor_cores(cfg)
-    if api(cfg) == "jax":
+    if dialect(cfg) == "jax":
         return []  # XLA already chooses the layouts; no Keras or PyTorch knob applies
-    if api(cfg) == "pytorch":
+    if dialect(cfg) == "pytorch":
         return [
             (
                 "channels-last",

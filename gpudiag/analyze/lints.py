@@ -1,4 +1,4 @@
-"""Pre-fit findings: what the run's configuration alone shows, judged before the first step.
+"""The lints: findings the run's configuration alone shows, judged before the first step.
 
 TensorFlow can fail on step one (a global batch that does not divide by the replicas), so
 the callback must be able to say why before training starts. The rules that need only the
@@ -6,10 +6,10 @@ the callback must be able to say why before training starts. The rules that need
 the callback prints them, records them in the trace, and hands them to ``diagnose`` so the
 report carries the very findings that were printed. Pure: no I/O.
 
-    pre = judge(config)
-    pre.findings          # [Finding], source "lint"
-    pre.recorded()        # [RecordedFinding] with their fixes, for the trace
-    diagnose([summary], prefit=pre.findings)
+    lints = judge(config)
+    lints.findings        # [Finding], source "lint"
+    lints.recorded()      # [RecordedFinding] with their fixes, for the trace
+    diagnose([summary], lints=lints.findings)
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from gpudiag.trace.timeline import RecordedFinding
 
 
 @dataclass
-class PreFit:
+class Lints:
     """The findings of one configuration and the fix each one's remedy names."""
 
     config: RunConfig
@@ -45,10 +45,10 @@ class PreFit:
         ]
 
 
-def judge(config: RunConfig) -> PreFit:
+def judge(config: RunConfig) -> Lints:
     """Judge the configuration-only rules. The fixes come from the rules' own remedies,
     chosen with no measurement yet (every share zero, verdict inconclusive)."""
     found = rules.lint(config)
     situation = rules.Situation(empty_shares(), "inconclusive", config, rules.HostFacts())
     fixes = {s.finding: s.detail for s in rules.advise(found, situation)}
-    return PreFit(config, found, fixes)
+    return Lints(config, found, fixes)
