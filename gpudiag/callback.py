@@ -28,6 +28,7 @@ from typing import Any
 import keras
 
 from gpudiag.analyze.lints import Lints, judge
+from gpudiag.analyze.thresholds import GIL_BURST_S
 from gpudiag.record.fit_clock import find_callbacks
 from gpudiag.record.fit_config import fit_config
 from gpudiag.record.fit_input import fit_locals
@@ -48,10 +49,9 @@ from gpudiag.trace.timeline import Metadata, RecordedFinding
 
 DEFAULT_PROFILE_STEPS = 5
 DEFAULT_PROFILE_WINDOWS = 8
-# The GIL probe runs in bursts (a probe waking every 5 ms for the whole run costs several %
-# of step time on 2 cores): one from the second step (after tracing and compilation, which
-# hold the GIL by themselves), one during each profiler window, and one every period.
-GIL_BURST_S = 0.5
+# The GIL probe runs in bursts (thresholds.GIL_BURST_S long): one from the second step (after
+# tracing and compilation, which hold the GIL by themselves), one during each profiler
+# window, and one every period.
 GIL_PERIOD_S = 10.0
 
 

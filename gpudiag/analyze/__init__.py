@@ -31,6 +31,7 @@ from gpudiag.analyze.fit_gain import headline as fit_headline
 from gpudiag.analyze.gaps import Gaps
 from gpudiag.analyze.headline import lead
 from gpudiag.analyze.headroom import memory_facts
+from gpudiag.analyze.ranking import advise_run
 from gpudiag.analyze.ranks import (
     RankView,
     device_rows,
@@ -89,7 +90,7 @@ def diagnose(
         memory=memory_facts([r.timeline for r in ranks], ranks[0].config),
         fit=fit,
     )
-    advice = rules.advise_run(findings, situation)
+    advice = advise_run(findings, situation)
     scaled_to_run(advice.suggestions, ranks[0].run.window_phase)
     return Diagnosis(
         verdict=verdict.verdict,

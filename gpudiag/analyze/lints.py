@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from gpudiag.analyze import rules
 from gpudiag.analyze.breakdown import empty_shares
 from gpudiag.analyze.diagnosis import Finding
+from gpudiag.analyze.evidence import HostFacts, Situation
+from gpudiag.analyze.ranking import advise
 from gpudiag.trace.runconfig import RunConfig
 from gpudiag.trace.timeline import RecordedFinding
 
@@ -49,6 +51,6 @@ def judge(config: RunConfig) -> Lints:
     """Judge the configuration-only rules. The fixes come from the rules' own remedies,
     chosen with no measurement yet (every share zero, verdict inconclusive)."""
     found = rules.lint(config)
-    situation = rules.Situation(empty_shares(), "inconclusive", config, rules.HostFacts())
-    fixes = {s.finding: s.detail for s in rules.advise(found, situation)}
+    situation = Situation(empty_shares(), "inconclusive", config, HostFacts())
+    fixes = {s.finding: s.detail for s in advise(found, situation)}
     return Lints(config, found, fixes)

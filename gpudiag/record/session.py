@@ -27,7 +27,7 @@ from gpudiag.record.backends import RecordBackend
 from gpudiag.record.call_timer import CallTimer
 from gpudiag.record.compile_watch import CompileWatch
 from gpudiag.record.completion import StepCompletion
-from gpudiag.record.decode import GIL_BURST_S, WindowDecoder
+from gpudiag.record.decode import WindowDecoder
 from gpudiag.record.fit_clock import FitClock
 from gpudiag.record.memory import MemoryProbe
 from gpudiag.record.profiler import DEFAULT_WARMUP_STEPS, ProfilerWindow, WindowSchedule
@@ -208,7 +208,7 @@ class RecordingSession:
     def gil_burst(self) -> None:
         gil = self.samplers.gil
         if gil is not None:
-            gil.request_burst(GIL_BURST_S)
+            gil.request_burst(gil.burst_s)
 
     # ---- the fit, epochs and evaluation ---------------------------------------------------
     def fit_begin(self, start_us: float) -> None:

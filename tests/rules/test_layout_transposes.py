@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from gpudiag.analyze import diagnose
+from gpudiag.analyze import thresholds as T
 from gpudiag.analyze.rules import layout_transposes as rule
 from gpudiag.trace.load import load_file
 from gpudiag.trace.runconfig import RunConfig
@@ -105,8 +106,8 @@ def test_unknown_compute_capability_says_which_remedy_needs_it():
     [
         (rule.SHARE - 0.01, None),
         (rule.SHARE + 0.01, "moderate"),
-        (rule.SHARE_HIGH - 0.01, "moderate"),
-        (rule.SHARE_HIGH + 0.01, "high"),
+        (T.SYNC_HIGH - 0.01, "moderate"),
+        (T.SYNC_HIGH + 0.01, "high"),
     ],
 )
 def test_share_thresholds(tmp_path, share, severity):

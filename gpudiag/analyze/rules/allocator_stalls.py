@@ -14,6 +14,7 @@ framework's caching allocator back on.
 from __future__ import annotations
 
 from gpudiag.analyze import host_calls as H
+from gpudiag.analyze import thresholds as T
 from gpudiag.analyze.diagnosis import Finding, Suggestion
 from gpudiag.analyze.evidence import RankEvidence, Situation, pct
 from gpudiag.analyze.gain import Gain, removed
@@ -23,10 +24,6 @@ from gpudiag.analyze.wording import dialect
 ID = "allocator-stalls"
 # the device idle an allocator call causes is only measured where device time is
 NEEDS = {"caching-allocator": Needs(requires={"device_measured": OneOf(True)})}
-# share of the analysed time the host is blocked in allocator calls while the device idles:
-# the same anchors as the other stalls (xprof's 5% "moderate" and our 20% "high" input wait)
-SHARE_MODERATE = 0.05
-SHARE_HIGH = 0.20
 
 
 def detect(ev: RankEvidence) -> Finding | None:
@@ -35,13 +32,15 @@ def detect(ev: RankEvidence) -> Finding | None:
         return None
     stalled = H.exposed(b.blocked, H.device_busy(ev.timeline))
     share = H.total(stalled) / b.span
-    if share < SHARE_MODERATE:
+    # share of the analysed time the host blocks in allocator calls while the device idles,
+    # judged as an input wait is (thresholds.INPUT_MODERATE, INPUT_HIGH)
+    if share < T.INPUT_MODERATE:
         return None
     counts, ms = H.per_call(b.calls, b.windows)
     top = next(iter(counts), "allocator calls")
     return Finding(
         ID,
-        "high" if share >= SHARE_HIGH else "moderate",
+        "high" if share >= T.INPUT_HIGH else "moderate",
         f"Host blocked in {top} {pct(share)}% of the time while the device idles",
         {
             "allocator_stall_pct": pct(share),

@@ -18,6 +18,7 @@ import re
 from typing import Any
 
 from gpudiag.analyze import host_calls as H
+from gpudiag.analyze import thresholds as T
 from gpudiag.analyze.diagnosis import Finding, Suggestion
 from gpudiag.analyze.evidence import RankEvidence, Situation, pct
 from gpudiag.analyze.gain import Gain, removed
@@ -26,10 +27,9 @@ from gpudiag.analyze.wording import dialect, inference
 from gpudiag.trace.timeline import HOST_COMPUTE, Intervals, subtract
 
 ID = "host-preprocessing"
-# the same anchors as the input-wait finding (xprof's input-bound levels, 5% and 20%, taken
-# a step up: host ops in idle gaps also hold some launch overhead)
+# xprof's input-bound levels (5% and 20%, thresholds.INPUT_HIGH), the lower one taken a step
+# up: host ops in idle gaps also hold some launch overhead
 SHARE = 0.10
-SHARE_HIGH = 0.20
 NEEDS = {"move-preprocessing": Needs(requires={"device_measured": OneOf(True)})}
 
 
@@ -81,7 +81,7 @@ def detect(ev: RankEvidence) -> Finding | None:
     first = f" ({next(iter(top))})" if isinstance(top, dict) and top else ""
     return Finding(
         ID,
-        "high" if share >= SHARE_HIGH else "moderate",
+        "high" if share >= T.INPUT_HIGH else "moderate",
         f"The device idles {pct(share)}% of the time while the host {what}{first}",
         evidence,
     )

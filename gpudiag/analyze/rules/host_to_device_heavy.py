@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpudiag.analyze import thresholds as T
 from gpudiag.analyze.diagnosis import Finding, Suggestion
 from gpudiag.analyze.evidence import RankEvidence, Situation, pct
 from gpudiag.analyze.gain import Gain, removed
@@ -22,6 +21,9 @@ from gpudiag.analyze.wording import remedy
 
 ID = "host-to-device-heavy"
 NEEDS = {"overlap-copies": Needs()}
+# exposed copies this large usually mean pageable memory or fat dtypes: half of it exposed,
+# or all of it in total, raises the finding
+TRANSFER_HIGH = 0.10
 
 
 def detect(ev: RankEvidence) -> Finding | None:
@@ -33,11 +35,11 @@ def detect(ev: RankEvidence) -> Finding | None:
     exposed = b.host_transfer
     used = [d for d in b.devices if d.computes] or b.devices
     total = float(np.mean([d.transfer_total for d in used])) if used else 0.0
-    if exposed < T.TRANSFER_HIGH / 2 and total < T.TRANSFER_HIGH:
+    if exposed < TRANSFER_HIGH / 2 and total < TRANSFER_HIGH:
         return None
     return Finding(
         id=ID,
-        severity="high" if exposed >= T.TRANSFER_HIGH else "moderate",
+        severity="high" if exposed >= TRANSFER_HIGH else "moderate",
         title=f"Host<->device copies take {pct(total)}% of step time "
         f"({pct(exposed)}% not overlapped)",
         evidence={"transfer_pct": pct(total), "exposed_transfer_pct": pct(exposed)},

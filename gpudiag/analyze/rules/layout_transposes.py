@@ -17,6 +17,7 @@ model; PyTorch: ``channels_last``. Mixed precision and XLA are left to ``full-pr
 
 from __future__ import annotations
 
+from gpudiag.analyze import thresholds as T
 from gpudiag.analyze.diagnosis import Finding, Suggestion
 from gpudiag.analyze.evidence import RankEvidence, Situation, pct
 from gpudiag.analyze.gain import Gain, removed
@@ -34,7 +35,6 @@ NEEDS = {
 # less than 1.05x: not worth a model change. The real Keras profiles read here hold 0.7-4.9%
 # (cuBLAS's FFT transposes, TF's few filter shuffles); the RTX 2060-class CNN 23.6%.
 SHARE = 0.05
-SHARE_HIGH = 0.15  # xprof's bottleneck level (collectives, kernel launch): a cause, not a note
 # Severity is "info" when the conversions' part of the step (share x compute share) is below
 # SHARE: on an input- or launch-bound run they are real but do not limit the step.
 # Point estimate: half of the conversions go. Some stay at the graph's edges (input and output
@@ -61,7 +61,7 @@ def detect(ev: RankEvidence) -> Finding | None:
     extra, cfg = ev.timeline.meta.extra, ev.config
     compute = ev.breakdown.shares["compute"] if ev.breakdown else 1.0
     # "info": real, but not what limits this run's step
-    severity = "high" if share >= SHARE_HIGH else "moderate"
+    severity = "high" if share >= T.SYNC_HIGH else "moderate"  # xprof's bottleneck level
     severity = "info" if share * compute < SHARE else severity
     return Finding(
         ID,

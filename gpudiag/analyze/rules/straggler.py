@@ -29,6 +29,9 @@ from gpudiag.analyze.needs import Needs
 
 ID = "straggler"
 NEEDS = {"investigate-straggler": Needs()}
+# a rank this much slower than the median of the others sets the whole run a quarter
+# slower than it could go: high severity
+SLOWDOWN_HIGH = 0.25
 
 
 def detect_run(run: RunEvidence) -> Finding | None:
@@ -100,7 +103,7 @@ def find_straggler(work_us: Mapping[str, Sequence[float] | np.ndarray]) -> Findi
     worst = float(slow[i])
     return Finding(
         id="straggler",
-        severity="high" if worst >= 0.25 else "moderate",
+        severity="high" if worst >= SLOWDOWN_HIGH else "moderate",
         title=f"{names[i]} is consistently slower than the others ({100 * worst:.0f}%)",
         evidence={
             "straggler": names[i],
