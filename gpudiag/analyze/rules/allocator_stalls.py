@@ -49,6 +49,7 @@ def detect(ev: RankEvidence) -> Finding | None:
             "time_in_calls_ms": ms,
             "steps": len(b.windows),
         },
+        measured=share,
     )
 
 
@@ -74,7 +75,9 @@ _REMEDY = {
 
 
 def advise(f: Finding, s: Situation) -> list[Suggestion]:
-    share = float(f.evidence["allocator_stall_pct"]) / 100.0
+    share = f.measured
+    if share is None:
+        return []
     g = Gain.of(
         removed(share * 0.9),
         removed(share / 2),

@@ -15,7 +15,6 @@ that prepares the next input during the step) or onto the device.
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from gpudiag.analyze import host_calls as H
 from gpudiag.analyze import thresholds as T
@@ -84,6 +83,7 @@ def detect(ev: RankEvidence) -> Finding | None:
         "high" if share >= T.INPUT_HIGH else "moderate",
         f"The device idles {pct(share)}% of the time while the host {what}{first}",
         evidence,
+        measured=share,
     )
 
 
@@ -117,7 +117,9 @@ _TEXT: dict[str, tuple[str, str]] = {
 
 
 def advise(f: Finding, s: Situation) -> list[Suggestion]:
-    share = float(_num(f.evidence.get("host_preprocessing_pct"))) / 100.0
+    share = f.measured
+    if share is None:
+        return []
     g = Gain.of(
         removed(share * 0.8),
         removed(share / 2),
@@ -139,7 +141,3 @@ def advise(f: Finding, s: Situation) -> list[Suggestion]:
     if inference(s.config):
         detail = detail.replace("DataLoader workers", "worker processes")
     return [g.suggestion(title, detail, ID, "move-preprocessing")]
-
-
-def _num(x: Any) -> float:
-    return float(x) if isinstance(x, int | float) else 0.0

@@ -66,7 +66,8 @@ def detect(ev: RankEvidence) -> Finding | None:
             f"Device idle {pct(share)}% of the time after the host synchronises "
             f"({n / max(1, len(b.windows)):.1f} syncs per step)"
         )
-    return Finding(ID, "high" if share >= T.SYNC_HIGH else "moderate", title, evidence)
+    severity = "high" if share >= T.SYNC_HIGH else "moderate"
+    return Finding(ID, severity, title, evidence, measured=share)
 
 
 # serving: no loss or metrics to log, but outputs read back each request
@@ -112,7 +113,9 @@ _REMEDY = {
 
 
 def advise(f: Finding, s: Situation) -> list[Suggestion]:
-    share = float(f.evidence["idle_after_sync_pct"]) / 100.0
+    share = f.measured
+    if share is None:
+        return []
     g = Gain.of(
         removed(share / 2),
         1.0,

@@ -43,11 +43,12 @@ def detect(ev: RankEvidence) -> Finding | None:
         title=f"Host<->device copies take {pct(total)}% of step time "
         f"({pct(exposed)}% not overlapped)",
         evidence={"transfer_pct": pct(total), "exposed_transfer_pct": pct(exposed)},
+        measured=exposed,
     )
 
 
 def advise(f: Finding, s: Situation) -> list[Suggestion]:
-    x = float(f.evidence.get("exposed_transfer_pct", 0.0)) / 100.0
+    x = f.measured or 0.0
     g = Gain.of(
         removed(x / 2),
         1.0,

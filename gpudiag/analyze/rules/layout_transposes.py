@@ -74,6 +74,7 @@ def detect(ev: RankEvidence) -> Finding | None:
             "precision": cfg.precision or "unknown",
             "compute_capability": cfg.compute_capability,
         },
+        measured=share,
     )
 
 
@@ -84,14 +85,16 @@ def _tensor_cores(cfg: RunConfig) -> bool | None:
 
 def advise(f: Finding, s: Situation) -> list[Suggestion]:
     cfg = s.config
-    x = float(f.evidence["layout_transpose_pct"]) / 100.0 * s.shares["compute"]
+    if f.measured is None:
+        return []
+    x = f.measured * s.shares["compute"]
     if x <= 0:
         return []
     g = Gain.of(
         removed(x * POINT_REMOVED),
         1.0,
         removed(x),
-        f"layout conversions are {x:.0%} of step time ({f.evidence['layout_transpose_pct']}% "
+        f"layout conversions are {x:.0%} of step time ({pct(f.measured)}% "
         f"of GPU compute); {POINT_REMOVED:.0%} of them removed at the point, all at most "
         "(not measured)",
     )

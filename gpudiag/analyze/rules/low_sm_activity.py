@@ -48,13 +48,14 @@ def detect(ev: RankEvidence) -> Finding | None:
         f"(GPM, median of {facts.samples} readings{util}): launch- or size-bound",
         {"compute_share_pct": round(100 * ev.shares["compute"], 1), **facts.evidence()},
         "counters",
+        measured=active / 100.0,
     )
 
 
 def advise(f: Finding, s: Situation) -> list[Suggestion]:
     if s.has("small-batch"):
         return []  # small-batch proposes its 4x batch
-    active = float(f.evidence.get("sm_active_pct") or SM_ACTIVE_LOW) / 100.0
+    active = f.measured if f.measured is not None else SM_ACTIVE_LOW / 100.0
     k = BATCH_FACTOR
     c = s.shares["compute"]
     # at best each kernel does k times the work in the time it takes now (idle SMs absorb

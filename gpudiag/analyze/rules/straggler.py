@@ -49,17 +49,19 @@ def detect_run(run: RunEvidence) -> Finding | None:
 
 
 def advise(f: Finding, s: Situation) -> list[Suggestion]:
-    slow = float(f.evidence.get("median_slowdown_pct", 0.0)) / 100
-    wait = f.evidence.get("others_wait_share_pct")
-    if isinstance(wait, int | float):
+    if f.measured is None:
+        return []
+    if "others_wait_share_pct" in f.evidence:  # across ranks: measured is the others' wait
         # the others stop waiting for it: their wait share disappears
+        wait = f.measured
         g = Gain.of(
-            removed(wait / 100),
+            removed(wait),
             1.0,
-            removed(wait / 100),
-            f"the other ranks wait {wait:.0f}% of their step for it",
+            removed(wait),
+            f"the other ranks wait {100 * wait:.0f}% of their step for it",
         )
-    else:
+    else:  # within a process: measured is its slowdown against the median of the others
+        slow = f.measured
         g = Gain.of(
             1.0 + slow, 1.0, 1.0 + slow, f"the straggler is {slow:.0%} slower than the median rank"
         )
@@ -112,6 +114,7 @@ def find_straggler(work_us: Mapping[str, Sequence[float] | np.ndarray]) -> Findi
             "steps_compared": int(cols.size),
             "entities": len(names),
         },
+        measured=worst,
     )
 
 
