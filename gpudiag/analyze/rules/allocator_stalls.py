@@ -16,7 +16,7 @@ from __future__ import annotations
 from gpudiag.analyze import host_calls as H
 from gpudiag.analyze import thresholds as T
 from gpudiag.analyze.diagnosis import Finding, Suggestion
-from gpudiag.analyze.evidence import RankEvidence, Situation, pct
+from gpudiag.analyze.evidence import RankEvidence, Situation, pct, shown
 from gpudiag.analyze.gain import Gain, removed
 from gpudiag.analyze.needs import Needs, OneOf
 from gpudiag.analyze.wording import dialect
@@ -82,7 +82,7 @@ def advise(f: Finding, s: Situation) -> list[Suggestion]:
         removed(share * 0.9),
         removed(share / 2),
         removed(share),
-        f"device idle {share:.0%} of the time while the host frees/allocates; a caching "
+        f"device idle {shown(share):.0%} of the time while the host frees/allocates; a caching "
         "allocator makes those calls rare (not measured on this run)",
     )
     title, detail = _REMEDY[dialect(s.config)]

@@ -19,7 +19,7 @@ import re
 from gpudiag.analyze import host_calls as H
 from gpudiag.analyze import thresholds as T
 from gpudiag.analyze.diagnosis import Finding, Suggestion
-from gpudiag.analyze.evidence import RankEvidence, Situation, pct
+from gpudiag.analyze.evidence import RankEvidence, Situation, pct, shown
 from gpudiag.analyze.gain import Gain, removed
 from gpudiag.analyze.needs import Needs, OneOf
 from gpudiag.analyze.wording import dialect, inference
@@ -124,7 +124,7 @@ def advise(f: Finding, s: Situation) -> list[Suggestion]:
         removed(share * 0.8),
         removed(share / 2),
         removed(share),
-        f"device idle {share:.0%} of the time while the host preprocesses; overlapped with "
+        f"device idle {shown(share):.0%} of the time while the host preprocesses; overlapped with "
         "the device's work most of it goes (not measured on this run)",
     )
     top = f.evidence.get("top_host_ops_ms")

@@ -16,7 +16,7 @@ from __future__ import annotations
 from gpudiag.analyze import host_calls as H
 from gpudiag.analyze import thresholds as T
 from gpudiag.analyze.diagnosis import Finding, Suggestion
-from gpudiag.analyze.evidence import RankEvidence, Situation, pct
+from gpudiag.analyze.evidence import RankEvidence, Situation, pct, shown
 from gpudiag.analyze.gain import Gain, removed
 from gpudiag.analyze.needs import Needs, OneOf
 from gpudiag.analyze.rules import host_preprocessing
@@ -120,7 +120,7 @@ def advise(f: Finding, s: Situation) -> list[Suggestion]:
         removed(share / 2),
         1.0,
         removed(share),
-        f"device idle {share:.0%} of the time right after host syncs; half of it "
+        f"device idle {shown(share):.0%} of the time right after host syncs; half of it "
         "recovered at the point (not measured on this run)",
     )
     who = dialect(s.config)

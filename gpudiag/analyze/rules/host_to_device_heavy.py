@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpudiag.analyze.diagnosis import Finding, Suggestion
-from gpudiag.analyze.evidence import RankEvidence, Situation, pct
+from gpudiag.analyze.evidence import RankEvidence, Situation, pct, shown
 from gpudiag.analyze.gain import Gain, removed
 from gpudiag.analyze.needs import Needs
 from gpudiag.analyze.wording import remedy
@@ -53,7 +53,7 @@ def advise(f: Finding, s: Situation) -> list[Suggestion]:
         removed(x / 2),
         1.0,
         removed(x),
-        f"exposed copies are {x:.0%} of step time; half hidden or shrunk at the point",
+        f"exposed copies are {shown(x):.0%} of step time; half hidden or shrunk at the point",
     )
     title, detail = remedy("overlap-copies", s.config) or ("Overlap host-to-device copies", "")
     return [g.suggestion(title, detail, ID, "overlap-copies")]

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from gpudiag.analyze import thresholds as T
 from gpudiag.analyze.diagnosis import Finding, Suggestion
-from gpudiag.analyze.evidence import RankEvidence, Situation, pct
+from gpudiag.analyze.evidence import RankEvidence, Situation, pct, shown
 from gpudiag.analyze.gain import Gain, removed
 from gpudiag.analyze.needs import Needs
 from gpudiag.analyze.wording import dialect
@@ -94,9 +94,9 @@ def advise(f: Finding, s: Situation) -> list[Suggestion]:
         removed(x * POINT_REMOVED),
         1.0,
         removed(x),
-        f"layout conversions are {x:.0%} of step time ({pct(f.measured)}% "
-        f"of GPU compute); {POINT_REMOVED:.0%} of them removed at the point, all at most "
-        "(not measured)",
+        f"layout conversions are {shown(f.measured) * s.shares['compute']:.0%} of step time "
+        f"({pct(f.measured)}% of GPU compute); {POINT_REMOVED:.0%} of them removed at the "
+        "point, all at most (not measured)",
     )
     # the same change offered by another finding is listed once, there (its gain covers more)
     offered = {k for k, rule in OFFERED_BY.items() if s.has(rule)}

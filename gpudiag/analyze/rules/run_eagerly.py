@@ -17,7 +17,7 @@ Not raised on the torch backend: Keras runs torch eagerly whatever ``run_eagerly
 from __future__ import annotations
 
 from gpudiag.analyze.diagnosis import Finding, Suggestion
-from gpudiag.analyze.evidence import PYTHON_FED, RankEvidence, Situation, pct
+from gpudiag.analyze.evidence import PYTHON_FED, RankEvidence, Situation, pct, shown
 from gpudiag.analyze.gain import Gain, removed
 from gpudiag.analyze.needs import Needs, OneOf
 from gpudiag.trace.runconfig import RunConfig
@@ -109,7 +109,7 @@ def advise(f: Finding, s: Situation) -> list[Suggestion]:
         mid,
         lo,
         hi,
-        f"{REMOVED[1]:.0%} of the op-by-op dispatch ({d:.0%} of the step) removed by "
+        f"{REMOVED[1]:.0%} of the op-by-op dispatch ({shown(d):.0%} of the step) removed by "
         "compiled execution; all of it at most",
     )
     return [g.suggestion("Run the step compiled (run_eagerly=False)", detail, ID, "compile-step")]
