@@ -1,8 +1,10 @@
 """Timeline(s) in, Diagnosis out: the one facade over the pure analyzers. No I/O, no clocks.
 
-    from gpudiag.analyze import diagnose
-    d = diagnose(load_timelines(["rank0.json", "rank1.json"]))
-    print(d.verdict, d.breakdown, d.finding_ids)
+    >>> from gpudiag.analyze import diagnose
+    >>> from gpudiag.trace.load import load_timelines
+    >>> d = diagnose(load_timelines(["sample_traces/mi250_rocm_minitoy.json.gz"]))
+    >>> d.verdict, d.finding_ids
+    ('inconclusive', ['kernel-launch-bound', 'gpu-idle-gaps', 'host-sync-stalls'])
 
 Several timelines are several ranks (or workers) of one run: each gets its own breakdown and
 verdict, the headline verdict comes from their mean shares, and ranks are compared for

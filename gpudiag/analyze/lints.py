@@ -6,10 +6,14 @@ the callback must be able to say why before training starts. The rules that need
 the callback prints them, records them in the trace, and hands them to ``diagnose`` so the
 report carries the very findings that were printed. Pure: no I/O.
 
-    lints = judge(config)
-    lints.findings        # [Finding], source "lint"
-    lints.recorded()      # [RecordedFinding] with their fixes, for the trace
-    diagnose([summary], lints=lints.findings)
+    >>> from gpudiag.trace.runconfig import RunConfig
+    >>> lints = judge(RunConfig(global_batch=98, replicas=4))
+    >>> [(f.id, f.source) for f in lints.findings]
+    [('batch-not-multiple-of-replicas', 'lint')]
+    >>> lints.recorded()[0].fix[:40]      # recorded with its fix, for the trace
+    'Use a global batch of 96 or 100 (per-rep'
+
+``diagnose([summary], lints=lints.findings)`` then reports the very findings printed.
 """
 
 from __future__ import annotations

@@ -6,8 +6,8 @@ the work and, at the end, closes the trace and returns what was recorded. It kno
 of Keras callbacks, of the diagnosis or of printing (``record/`` imports nothing from
 ``show/``), so it can be driven by any training loop:
 
-    session = RecordingSession(writer, samplers, backend, schedule=WindowSchedule(5, 5))
-    session.start()
+    session = start_session(path, meta, backend, make_samplers)   # record/session_start.py
+    session.fit_begin(time.time() * 1e6)
     for step in ...:
         session.batch_begin(step)         # closes the previous step, opens this one
         ...                               # the training step

@@ -7,7 +7,9 @@ print its own). ``verbose=0`` in ``fit`` means no report unless ``report=True``.
 
     say = Say(quiet=False)
     say.lints(findings)                                   # once per new finding id
-    present(RunEnd(diagnosis, trace_path, html, wanted, rank_info), say, callback_lists)
+    end = RunEnd(diagnosis, trace_path, html, wanted, rank_info)
+    share(end, say, callback_lists_of(callback))          # HTML page, TensorBoard scalars
+    report(end, say)                                      # the report, rank-0 policy
 """
 
 from __future__ import annotations

@@ -12,7 +12,9 @@ Example: "The other ranks wait for rank 3: 20% of their step (2.1 ms) in the col
 within a process "GPU 1 is consistently slower than the others (30%)". Fix: investigate it:
 its data shard, host load, thermal throttling, NIC/NVLink placement.
 
-    f = find_straggler({"rank 0": [10.1, 10.0, 9.9], "rank 1": [13.0, 12.8, 13.1]})
+    >>> f = find_straggler({"rank 0": [10.1, 10.0, 9.9], "rank 1": [13.0, 12.8, 13.1]})
+    >>> f.title, f.severity
+    ('rank 1 is consistently slower than the others (29%)', 'high')
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import numpy as np
 
 from gpudiag.analyze import thresholds as T
 from gpudiag.analyze.diagnosis import Finding, Suggestion
-from gpudiag.analyze.evidence import RunEvidence, Situation
+from gpudiag.analyze.evidence import RunEvidence, Situation, pct, shown
 from gpudiag.analyze.gain import Gain, removed
 from gpudiag.analyze.needs import Needs
 
@@ -58,12 +60,15 @@ def advise(f: Finding, s: Situation) -> list[Suggestion]:
             removed(wait),
             1.0,
             removed(wait),
-            f"the other ranks wait {100 * wait:.0f}% of their step for it",
+            f"the other ranks wait {pct(wait):.0f}% of their step for it",
         )
     else:  # within a process: measured is its slowdown against the median of the others
         slow = f.measured
         g = Gain.of(
-            1.0 + slow, 1.0, 1.0 + slow, f"the straggler is {slow:.0%} slower than the median rank"
+            1.0 + slow,
+            1.0,
+            1.0 + slow,
+            f"the straggler is {shown(slow):.0%} slower than the median rank",
         )
     return [
         g.suggestion(
