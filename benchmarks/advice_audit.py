@@ -22,7 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from gpudiag.analyze import diagnose, rules  # noqa: E402
+from gpudiag.analyze import diagnose, ranking  # noqa: E402
 from gpudiag.analyze.needs import describe  # noqa: E402
 from gpudiag.trace.load import load_file  # noqa: E402
 
@@ -32,14 +32,14 @@ NOT_TRACES = ("nvml_replay", "smi_pairs", "runs.json")
 
 def needs_table() -> str:
     rows = ["| remedy | needs | ruled out by (why, source) |", "|---|---|---|"]
-    for remedy, needs in sorted(rules.remedy_needs().items()):
+    for remedy, needs in sorted(ranking.remedy_needs().items()):
         requires, rules_out = describe(needs)
         rows.append(f"| `{remedy}` | {requires} | {rules_out} |")
     return "\n".join(rows)
 
 
 def facts_of(remedy: str) -> list[str]:
-    needs = rules.remedy_needs().get(remedy)
+    needs = ranking.remedy_needs().get(remedy)
     if needs is None:
         return []
     names = list(needs.requires)

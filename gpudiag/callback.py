@@ -8,8 +8,8 @@ show); ``record/`` itself holds only the recorders and imports nothing from ``sh
     model.fit(train_ds, epochs=3, callbacks=[cb])
     cb.diagnosis.verdict, cb.trace_path
 
-The callback only holds its arguments and hooks of a few lines each: the pre-fit findings
-come from ``analyze/prefit.py``, one ``record.session.RecordingSession`` per fit records
+The callback only holds its arguments and hooks of a few lines each: the lints
+come from ``analyze/lints.py``, one ``record.session.RecordingSession`` per fit records
 (writer, samplers, profiler windows, decode thread), ``record/watchdog.py`` notices a fit
 left by an exception, the Keras backend's differences live in ``record/backends/`` and the
 Keras generation's (3 or 2) in ``record/generation.py``, and ``show/run_end.py`` shows the
@@ -27,15 +27,16 @@ from typing import Any
 
 import keras
 
-from gpudiag.analyze.prefit import PreFit, judge
+from gpudiag.analyze.lints import Lints, judge
+from gpudiag.analyze.thresholds import GIL_BURST_S
 from gpudiag.record.fit_clock import find_callbacks
 from gpudiag.record.fit_config import fit_config
 from gpudiag.record.fit_input import fit_locals
 from gpudiag.record.generation import Keras2Hooks, Keras3, generation_of
 from gpudiag.record.keras_distribution import FirstBatchWatch
-from gpudiag.record.lint import InputFacts
 from gpudiag.record.profiler import plan_windows
 from gpudiag.record.ranks import RankInfo, claim_trace_path, discover
+from gpudiag.record.run_facts import InputFacts
 from gpudiag.record.samplers import SamplerSet
 from gpudiag.record.session import RecordingSession, now_us
 from gpudiag.record.session_start import start_session, steps_per_execution
@@ -48,10 +49,9 @@ from gpudiag.trace.timeline import Metadata, RecordedFinding
 
 DEFAULT_PROFILE_STEPS = 5
 DEFAULT_PROFILE_WINDOWS = 8
-# The GIL probe runs in bursts (a probe waking every 5 ms for the whole run costs several %
-# of step time on 2 cores): one from the second step (after tracing and compilation, which
-# hold the GIL by themselves), one during each profiler window, and one every period.
-GIL_BURST_S = 0.5
+# The GIL probe runs in bursts (thresholds.GIL_BURST_S long): one from the second step (after
+# tracing and compilation, which hold the GIL by themselves), one during each profiler
+# window, and one every period.
 GIL_PERIOD_S = 10.0
 
 
@@ -85,7 +85,7 @@ class DiagnoseCallback(Keras2Hooks, keras.callbacks.Callback):
             TensorFlow fails before training begins (see docs/callback.md).
 
     After ``fit``: ``diagnosis`` (a ``Diagnosis``, also after an exception inside ``fit``),
-    ``trace_path`` (the file written), ``lint_findings`` (the pre-fit findings, with their
+    ``trace_path`` (the file written), ``lint_findings`` (the lints, with their
     fixes), ``windows_taken`` (first step of each profiler window) and ``overhead``
     (seconds the callback spent at begin, in windows and at the end).
 
@@ -129,8 +129,8 @@ class DiagnoseCallback(Keras2Hooks, keras.callbacks.Callback):
         self.report = report
         self.html = html
         self.diagnosis: Any = None
-        self.prefit = PreFit(RunConfig())
-        self.config = self.prefit.config  # what the run already does; in the trace header
+        self.lints = Lints(RunConfig())
+        self.config = self.lints.config  # what the run already does; in the trace header
         self._window_facts = WindowFacts()  # kernel time and copied bytes, all windows
         self.overhead: dict[str, float] = {}
         self.windows_taken: list[int] = []  # first step of each profiler window
@@ -154,7 +154,7 @@ class DiagnoseCallback(Keras2Hooks, keras.callbacks.Callback):
 
     @property
     def lint_findings(self) -> list[RecordedFinding]:
-        return self.prefit.recorded()
+        return self.lints.recorded()
 
     @property
     def _samplers(self) -> SamplerSet | None:
@@ -336,13 +336,13 @@ class DiagnoseCallback(Keras2Hooks, keras.callbacks.Callback):
             self._run_lints(model, gen.backend().replicas(model)[0], gen)
 
     def _run_lints(self, model: Any, replicas: int, gen: Keras3) -> tuple[InputFacts, int | None]:
-        """Judge the pre-fit findings of this configuration (once per configuration) and
+        """Judge the lints of this configuration (once per configuration) and
         print those not printed before. Returns the input facts and the parameter count."""
         config, facts, params = fit_config(model, self.dataset, replicas, gen, self._batch_rows)
-        if config != self.prefit.config or not self.prefit.config.to_dict():
-            self.prefit = judge(config)
-        self.config = self.prefit.config
-        self._say.prefit(self.lint_findings)
+        if config != self.lints.config or not self.lints.config.to_dict():
+            self.lints = judge(config)
+        self.config = self.lints.config
+        self._say.lints(self.lint_findings)
         return facts, params
 
     # ---- the end -------------------------------------------------------------------------
@@ -371,7 +371,7 @@ class DiagnoseCallback(Keras2Hooks, keras.callbacks.Callback):
                 )
             from gpudiag.analyze import diagnose
 
-            self.diagnosis = diagnose([summary], prefit=self.prefit.findings)
+            self.diagnosis = diagnose([summary], lints=self.lints.findings)
             steps = (self.params or {}).get("steps")
             end = run_end.RunEnd(
                 self.diagnosis,

@@ -5,6 +5,8 @@ line's size: one request line of 200 MB took the server to 917 MB. Here a line i
 most ``MAX_REQUEST_BYTES``; a longer one is skipped a MiB at a time without being held, and
 answered with a JSON-RPC error naming the bound (when its id can be read off its start).
 
+    from mcp.server.stdio import stdio_server
+
     lines = BoundedLines(sys.stdin.buffer)
     async with stdio_server(stdin=lines) as (read, write):
         lines.answer = write.send          # where the error for an oversized request goes

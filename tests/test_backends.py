@@ -193,7 +193,7 @@ def test_a_dataloader_given_to_fit_is_described_as_one():
     import numpy as np
     from torch.utils.data import DataLoader
 
-    from gpudiag.record.lint import describe_input
+    from gpudiag.record.run_facts import describe_input
 
     loader = DataLoader(np.zeros((64, 4), dtype=np.float32), batch_size=8, num_workers=2)
     facts = describe_input(loader)

@@ -1,6 +1,6 @@
 """The fit's own clock (record/fit_clock.py): other callbacks' epoch hooks timed and put back
 as they were, gpudiag's own hook time written apart, and the callbacks found where Keras
-lists them; the tf.data facts of what refills at each epoch's start (record/lint.py)."""
+lists them; the tf.data facts of what refills at each epoch's start (record/run_facts.py)."""
 
 from __future__ import annotations
 
@@ -122,7 +122,7 @@ def test_found_where_keras_lists_them():
 
 def test_what_refills_at_each_epochs_start():
     tf = pytest.importorskip("tensorflow")
-    from gpudiag.record.lint import describe_tf_dataset
+    from gpudiag.record.run_facts import describe_tf_dataset
 
     src = tf.data.Dataset.range(1000)
     f = describe_tf_dataset(src.map(lambda x: x * 2).shuffle(1000).batch(10))

@@ -26,7 +26,7 @@ from tests.optional import require
 # findings from the host counters (other processes' CPU use, the GIL probe's bursts): what
 # the machine did besides this run, not what the run is
 MACHINE = {"cpu-contention", "cpu-saturated", "gil-pressure"}
-# pre-fit findings of the uneven run: printed before fit is called
+# the lints of the uneven run: printed before fit is called
 PREFIT = {"batch-not-multiple-of-replicas", "partial-last-batch"}
 
 PYTHONS = [pytest.param(sys.executable, id="this-python")]

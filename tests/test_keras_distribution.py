@@ -25,7 +25,7 @@ from tests.conftest import REPO
 
 
 def situation(cfg: RunConfig) -> Situation:
-    """No measurement yet: the remedies as the pre-fit lints print them."""
+    """No measurement yet: the remedies as the lints print them."""
     return Situation(empty_shares(), "inconclusive", cfg, HostFacts())
 
 

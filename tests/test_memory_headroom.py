@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from gpudiag.analyze import rules
+from gpudiag.analyze import ranking
 from gpudiag.analyze.diagnosis import Finding
 from gpudiag.analyze.evidence import HostFacts, Situation
 from gpudiag.analyze.headroom import MemoryFacts, batch_check, memory_facts
@@ -198,7 +198,7 @@ def _advice(finding: str, cfg: RunConfig, memory: MemoryFacts | None, **shares: 
         {finding: Finding(finding, "moderate", "", {})},
         memory=memory,
     )
-    return rules.advise_run([Finding(finding, "moderate", "", {})], sit)
+    return ranking.advise_run([Finding(finding, "moderate", "", {})], sit)
 
 
 CASES = [

@@ -10,7 +10,7 @@ import pytest
 
 from gpudiag.analyze import diagnose
 from gpudiag.analyze.rules import gpus_held_idle, layout_transposes, whole_batch_per_replica
-from gpudiag.record.lint import describe_input, element_bytes, run_config
+from gpudiag.record.run_facts import describe_input, element_bytes, run_config
 from gpudiag.record.window_facts import WindowFacts, default_gpus, nvml_indices
 from gpudiag.record.writer import TraceWriter
 from gpudiag.trace.facts import copy_bytes

@@ -125,7 +125,7 @@ def test_default_names_one_file_per_rank():
 
 
 def test_call_timer_times_the_train_function_and_restores_it():
-    from gpudiag.record.ranks import CallTimer
+    from gpudiag.record.call_timer import CallTimer
 
     class Model:
         def train_function(self, x):

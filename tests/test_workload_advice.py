@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from gpudiag.analyze import diagnose, rules
+from gpudiag.analyze import diagnose, ranking
 from gpudiag.analyze.needs import describe
 from gpudiag.analyze.rules import host_overhead
 from gpudiag.trace.facts import LAYOUT_TRANSPOSE, RunFacts
@@ -198,7 +198,7 @@ def _advice(config: dict[str, Any], **shares: float):
     from gpudiag.analyze.diagnosis import Finding
 
     f = Finding(host_overhead.ID, "moderate", "", {})
-    return rules.advise_run([f], situation(config, **shares))
+    return ranking.advise_run([f], situation(config, **shares))
 
 
 def test_plain_jax_is_never_told_a_keras_option():
@@ -261,7 +261,7 @@ def test_pydataset_already_in_worker_processes_gets_the_next_step():
     }
     f = Finding("python-generator", "high", "", {})
     s = situation(cfg, HostFacts(cpu_process=190.0), ("python-generator",), input=0.6)
-    sugs = rules.advise([f], s)
+    sugs = ranking.advise([f], s)
     assert [x.title for x in sugs] == ["Do less CPU work per sample"]
     assert "already runs in 2 worker processes" in sugs[0].detail
 
@@ -272,7 +272,7 @@ def test_a_run_that_stopped_gets_findings_but_no_modelled_gain():
     f = Finding("small-model-multi-gpu", "high", "", {"replicas": 2})
     s = situation({"stopped_early": True, "replicas": 2}, compute=0.01, sync=0.9)
     s.steps_recorded = 8
-    (sug,) = [x for x in rules.advise([f], s) if x.remedy == "fewer-replicas"]
+    (sug,) = [x for x in ranking.advise([f], s) if x.remedy == "fewer-replicas"]
     assert sug.expected_gain == 1.0 and sug.expected_gain_range == []
     assert "stopped early after 8 steps" in sug.basis
 
@@ -326,7 +326,7 @@ def test_every_remedy_a_rule_offers_has_a_row_in_the_docs_table():
     from pathlib import Path
 
     table = (Path(__file__).resolve().parent.parent / "docs" / "remedies.md").read_text()
-    for remedy, needs in rules.remedy_needs().items():
+    for remedy, needs in ranking.remedy_needs().items():
         assert f"`{remedy}`" in table, remedy
         requires, rules_out = describe(needs)
         for cell in (requires, rules_out):

@@ -1,8 +1,10 @@
 """Timeline(s) in, Diagnosis out: the one facade over the pure analyzers. No I/O, no clocks.
 
-    from gpudiag.analyze import diagnose
-    d = diagnose(load_timelines(["rank0.json", "rank1.json"]))
-    print(d.verdict, d.breakdown, d.finding_ids)
+    >>> from gpudiag.analyze import diagnose
+    >>> from gpudiag.trace.load import load_timelines
+    >>> d = diagnose(load_timelines(["sample_traces/mi250_rocm_minitoy.json.gz"]))
+    >>> d.verdict, d.finding_ids
+    ('inconclusive', ['kernel-launch-bound', 'gpu-idle-gaps', 'host-sync-stalls'])
 
 Several timelines are several ranks (or workers) of one run: each gets its own breakdown and
 verdict, the headline verdict comes from their mean shares, and ranks are compared for
@@ -31,6 +33,7 @@ from gpudiag.analyze.fit_gain import headline as fit_headline
 from gpudiag.analyze.gaps import Gaps
 from gpudiag.analyze.headline import lead
 from gpudiag.analyze.headroom import memory_facts
+from gpudiag.analyze.ranking import advise_run
 from gpudiag.analyze.ranks import (
     RankView,
     device_rows,
@@ -54,10 +57,10 @@ __all__ = ["Diagnosis", "diagnose"]
 def diagnose(
     timelines: list[Timeline],
     cpu_count: int | None = None,
-    prefit: Sequence[Finding] | None = None,
+    lints: Sequence[Finding] | None = None,
 ) -> Diagnosis:
-    """Diagnose one run from one or more Timelines (ranks). ``prefit``: the findings the
-    recorder of the first timeline judged before its first step (analyze/prefit.py), handed
+    """Diagnose one run from one or more Timelines (ranks). ``lints``: the lints the
+    recorder of the first timeline judged before its first step (analyze/lints.py), handed
     over instead of read back from the trace."""
     if not timelines:
         return Diagnosis("inconclusive", 0.0, "no timelines to analyze", merge_breakdowns([]))
@@ -68,7 +71,7 @@ def diagnose(
     comm = _comm(ranks)
     # findings: each rank's, merged; then those judged over all ranks
     findings = merge_findings(
-        [_findings_of(r, prefit if i == 0 else None, comm) for i, r in enumerate(ranks)], labels
+        [_findings_of(r, lints if i == 0 else None, comm) for i, r in enumerate(ranks)], labels
     )
     findings += rules.detect_run(RunEvidence(labels, parts, rank_waits(ranks, summaries)))
     shares = merge_breakdowns(parts)
@@ -89,7 +92,7 @@ def diagnose(
         memory=memory_facts([r.timeline for r in ranks], ranks[0].config),
         fit=fit,
     )
-    advice = rules.advise_run(findings, situation)
+    advice = advise_run(findings, situation)
     scaled_to_run(advice.suggestions, ranks[0].run.window_phase)
     return Diagnosis(
         verdict=verdict.verdict,
@@ -124,11 +127,11 @@ def _comm(ranks: list[RankView]) -> CommFacts | None:
 
 
 def _findings_of(
-    r: RankView, prefit: Sequence[Finding] | None = None, comm: CommFacts | None = None
+    r: RankView, lints: Sequence[Finding] | None = None, comm: CommFacts | None = None
 ) -> list[Finding]:
     b = r.breakdown
     return _rank_findings(
-        r.timeline, b if b.steps_analyzed else None, r.gaps, r.config, r.host, prefit, comm
+        r.timeline, b if b.steps_analyzed else None, r.gaps, r.config, r.host, lints, comm
     )
 
 
@@ -138,21 +141,21 @@ def _rank_findings(
     gaps: list[Gaps],
     cfg: RunConfig,
     host: HostFacts,
-    prefit: Sequence[Finding] | None = None,
+    lints: Sequence[Finding] | None = None,
     comm: CommFacts | None = None,
 ) -> list[Finding]:
     """One rank's findings. The lints are judged once: those its recorder handed over
-    (``prefit``), else from the rank's configuration here; the trace only refines them."""
-    lints = list(prefit) if prefit is not None else rules.lint(cfg)
-    if prefit is None and not tl.meta.config.to_dict():
+    (``lints``), else from the rank's configuration here; the trace only refines them."""
+    judged = list(lints) if lints is not None else rules.lint(cfg)
+    if lints is None and not tl.meta.config.to_dict():
         # no recorded configuration: keep the lints its recorder made, as read back
-        ids = {f.id for f in lints}
-        lints += [
+        ids = {f.id for f in judged}
+        judged += [
             Finding(f.id, f.severity, f.title, dict(f.evidence), "lint")
             for f in tl.findings
             if f.id not in ids
         ]
-    return rules.detect(RankEvidence(tl, b, gaps, cfg, host, comm), lints)
+    return rules.detect(RankEvidence(tl, b, gaps, cfg, host, comm), judged)
 
 
 def _verdict(

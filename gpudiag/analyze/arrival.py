@@ -251,6 +251,7 @@ def _judge(rows: list[RankWaits], last: np.ndarray, share: np.ndarray, kind: str
             "signal": kind,
             "max_clock_offset_ms": round(max(abs(r.clock_offset_ms) for r in rows), 3),
         },
+        measured=loss,
     )
 
 

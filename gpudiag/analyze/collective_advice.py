@@ -16,7 +16,7 @@ from gpudiag.analyze.bandwidth import NEAR_PEAK
 from gpudiag.analyze.diagnosis import Finding, Suggestion
 from gpudiag.analyze.evidence import Situation
 from gpudiag.analyze.gain import Gain, removed
-from gpudiag.analyze.wording import api
+from gpudiag.analyze.wording import dialect
 
 
 def _reachable(f: Finding, s: Situation) -> tuple[float, str]:
@@ -54,7 +54,7 @@ def fuse_collectives(f: Finding, s: Situation) -> list[Suggestion]:
     return [
         g.suggestion(
             "Fuse gradients into fewer, larger collectives",
-            f"{_FUSE[api(s.config)]}. The collectives carry {msg} MB messages, too small for "
+            f"{_FUSE[dialect(s.config)]}. The collectives carry {msg} MB messages, too small for "
             "the link: each pays the fixed cost of a collective, not the bytes.",
             f.id,
             "fuse-collectives",

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from gpudiag.analyze.thresholds import GIL_BURST_S
 from gpudiag.trace.compiles import CompileEvent, Shapes
 from gpudiag.trace.intervals import Intervals, union_of
 from gpudiag.trace.timeline import Timeline
@@ -132,14 +133,11 @@ def _covered(iv: Intervals, s: np.ndarray, e: np.ndarray) -> np.ndarray:
     return np.asarray(iv.covered_in(np.asarray(s), np.asarray(e)) > 0)
 
 
-# A GIL sample stands for the burst of probing that ended at its time stamp (0.5 s, the
-# callback's GIL_BURST_S; a burst a window extends is longer, and ends inside it)
-GIL_BURST_US = 0.5e6
-
-
-def during(iv: Intervals, ts: np.ndarray, before_us: float = GIL_BURST_US) -> np.ndarray:
+def during(iv: Intervals, ts: np.ndarray, before_us: float = GIL_BURST_S * 1e6) -> np.ndarray:
     """Which samples stamped at ``ts`` (each standing for the ``before_us`` before it)
-    overlap an interval of the merged set ``iv``."""
+    overlap an interval of the merged set ``iv``. A GIL sample stands for the burst of
+    probing that ended at its time stamp (a burst a window extends is longer, and ends
+    inside it)."""
     return _covered(iv, ts - before_us, ts + 1e-3)
 
 

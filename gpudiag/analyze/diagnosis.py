@@ -16,6 +16,7 @@ from typing import Any
 
 VERDICTS = ("data-starved", "sync-bound", "compute-bound", "inconclusive")
 SEVERITIES = ("high", "moderate", "info")
+SEVERITY_ORDER = {s: i for i, s in enumerate(SEVERITIES)}  # worst first
 SCHEMA_VERSION = 1
 
 
@@ -32,16 +33,23 @@ def strict_json(value: Any) -> Any:
 
 @dataclass
 class Finding:
-    """One observed problem. ``id`` is stable (see ARCHITECTURE's public contract)."""
+    """One observed problem. ``id`` is stable (see ARCHITECTURE's public contract).
+
+    ``evidence`` is for the reader (figures rounded); ``measured`` is the figure the rule's
+    gain model reads, unrounded (a share of time as a fraction, where the rule has one). It
+    is not part of ``to_dict``: the JSON shows the evidence."""
 
     id: str
     severity: str  # high | moderate | info
     title: str
     evidence: dict[str, Any]
     source: str = "trace"  # trace | counters | lint
+    measured: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        out = asdict(self)
+        del out["measured"]
+        return out
 
 
 @dataclass

@@ -177,3 +177,9 @@ class Situation:
 def pct(x: float) -> float:
     """A share as a percentage with one decimal, for evidence."""
     return round(100.0 * x, 1)
+
+
+def shown(x: float) -> float:
+    """A share as its evidence shows it (``pct``), for a sentence that quotes the evidence:
+    the gain models read the measured share, the words agree with the figure printed."""
+    return pct(x) / 100.0

@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from gpudiag.analyze import thresholds as T
 from gpudiag.analyze.step_times import StepRecords, step_records
 from gpudiag.trace.gpudiag_events import SPAN_CALLBACK, SPAN_OWN
 from gpudiag.trace.intervals import Intervals, subtract, union_many
@@ -50,9 +51,6 @@ PART_LABELS = {
 # when it takes at least twice a steady step: below that it is within the steady steps' own
 # spread (p90 / p50 of steady CPU steps ~1.5).
 EXCESS_FACTOR = 2.0
-# Leading steps of the first epoch this much slower than its steady step are warm-up
-# (phases.WARMUP_FACTOR: tracing, compilation, first batches).
-WARMUP_FACTOR = 3.0
 # A later epoch's wait more than twice the least later epoch's is not the recurring refill
 # but a one-off stall (a neighbour's load, a collection): its excess is left in "other".
 SPIKE = 2.0
@@ -228,7 +226,7 @@ def _warmup(r: StepRecords, idx: np.ndarray, steady: float) -> float:
     """The first epoch's leading steps after its first that are warm-up: their excess."""
     out = 0.0
     for k in idx[1 : max(1, idx.size // 2)]:
-        if r.per_batch[k] < WARMUP_FACTOR * steady:
+        if r.per_batch[k] < T.WARMUP_FACTOR * steady:
             break
         out += float(r.busy[k]) - steady * float(r.batches[k])
     return out

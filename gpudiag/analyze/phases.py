@@ -14,8 +14,8 @@ for (the steps nearest to it), so one early window cannot decide the verdict::
     run.breakdown # step_breakdown of all windows, shares replaced by the weighted shares
     run.note      # "windows disagree: ..." when they do, else ""
 
-Thresholds (reasons in docs/thresholds.md): a step at least ``WARMUP_FACTOR`` times the
-run's steady median at the start of the run is warm-up; a first epoch at least
+Thresholds (reasons in docs/thresholds.md): a step at least ``thresholds.WARMUP_FACTOR``
+times the run's steady median at the start of the run is warm-up; a first epoch at least
 ``FIRST_EPOCH_FACTOR`` times slower per batch than the later ones is a cache fill (or cold
 first read); a last epoch (or last third of a one-epoch run) at least ``SLOWDOWN_FACTOR``
 times slower than the steady median before it is a late slowdown.
@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from gpudiag.analyze import thresholds as T
 from gpudiag.analyze.breakdown import (
     CATEGORIES,
     Breakdown,
@@ -42,7 +43,6 @@ from gpudiag.analyze.verdict import decide
 from gpudiag.analyze.window_phase import unrepresentative
 from gpudiag.trace.timeline import Timeline
 
-WARMUP_FACTOR = 3.0
 FIRST_EPOCH_FACTOR = 1.5
 SLOWDOWN_FACTOR = 1.3
 MIN_STEPS_FOR_PHASES = 6  # fewer steps: no phase detection
@@ -294,7 +294,7 @@ def _phases(
     first = np.nonzero(epochs == epochs[0])[0]
     steady_median = float(np.median(per[first]))
     k = 0
-    while k < first.size // 2 and per[k] >= WARMUP_FACTOR * steady_median:
+    while k < first.size // 2 and per[k] >= T.WARMUP_FACTOR * steady_median:
         k += 1
     if k:
         phase[:k] = "warm-up"

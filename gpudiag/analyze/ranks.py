@@ -12,11 +12,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gpudiag.analyze import rules
 from gpudiag.analyze.arrival import RankTiming, find_waited_for
 from gpudiag.analyze.breakdown import Breakdown
 from gpudiag.analyze.device_budget import within_device_budget
-from gpudiag.analyze.diagnosis import DeviceSummary, Finding, RankSummary
+from gpudiag.analyze.diagnosis import SEVERITY_ORDER, DeviceSummary, Finding, RankSummary
 from gpudiag.analyze.evidence import PYTHON_FED, HostFacts
 from gpudiag.analyze.gaps import Gaps, idle_gaps
 from gpudiag.analyze.input_stage import input_stage
@@ -160,14 +159,13 @@ def device_rows(ranks: list[RankView]) -> list[DeviceSummary]:
 
 def merge_findings(groups: list[list[Finding]], labels: list[str]) -> list[Finding]:
     """One finding per id: the worst instance, noting on how many ranks it appeared."""
-    order = rules.SEVERITY_ORDER
     best: dict[str, Finding] = {}
     count: dict[str, list[str]] = {}
     for label, group in zip(labels, groups, strict=True):
         for f in group:
             count.setdefault(f.id, []).append(label)
             cur = best.get(f.id)
-            if cur is None or order[f.severity] < order[cur.severity]:
+            if cur is None or SEVERITY_ORDER[f.severity] < SEVERITY_ORDER[cur.severity]:
                 best[f.id] = f
     if len(labels) > 1:
         for fid, f in best.items():
@@ -176,7 +174,7 @@ def merge_findings(groups: list[list[Finding]], labels: list[str]) -> list[Findi
                 "ranks_affected": len(set(count[fid])),
                 "ranks_total": len(labels),
             }
-    return sorted(best.values(), key=lambda f: order[f.severity])
+    return sorted(best.values(), key=lambda f: SEVERITY_ORDER[f.severity])
 
 
 def rank_waits(ranks: list[RankView], summaries: list[RankSummary]) -> Finding | None:

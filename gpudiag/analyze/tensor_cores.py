@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gpudiag.analyze.wording import api, inference, remedy
+from gpudiag.analyze.wording import dialect, inference, remedy
 from gpudiag.analyze.workload import vendor_of
 from gpudiag.trace.runconfig import RunConfig
 
@@ -89,7 +89,7 @@ def precision_plan(cfg: RunConfig, inferring: bool | None = None) -> PrecisionPl
     """The precision remedy for the run's GPU; None when its GPU has no Tensor Cores."""
     inferring = inference(cfg) if inferring is None else inferring
     if vendor_of(cfg) == "amd":
-        title, detail = _AMD.get(api(cfg), _AMD["keras"])
+        title, detail = _AMD.get(dialect(cfg), _AMD["keras"])
         if inferring:
             title, detail = (
                 "Run inference in bfloat16",
@@ -112,9 +112,9 @@ def precision_plan(cfg: RunConfig, inferring: bool | None = None) -> PrecisionPl
     if cc < FP16_FROM:
         return None
     if cc < BF16_FROM:
-        title, detail = _FP16_INFERENCE if inferring else _FP16.get(api(cfg), _FP16["keras"])
+        title, detail = _FP16_INFERENCE if inferring else _FP16.get(dialect(cfg), _FP16["keras"])
         return PrecisionPlan(title, detail, f"{gpu}: float16 Tensor Cores")
-    if api(cfg) == "keras" and not inferring:
+    if dialect(cfg) == "keras" and not inferring:
         title, detail = (
             "Use mixed precision (bfloat16)",
             "keras.mixed_precision.set_global_policy('mixed_bfloat16'): bfloat16 Tensor "

@@ -1,5 +1,11 @@
-"""Every number the analyzers decide with, in one place. docs/thresholds.md gives the reason
-for each; tests pin the behaviour on both sides of each threshold.
+"""The numbers that decide for the run as a whole, each named once.
+
+Where a number lives: the verdict's numbers, and any number two or more modules decide with
+(the verdict and a rule, several rules, an analyzer and a rule, the analysis and the
+recorder), live here; a number only one rule decides with lives in that rule's module, beside
+the code it gates, with its reason. No number is defined twice: a module that needs another's
+number imports it. docs/thresholds.md gives the reason for each; tests pin the behaviour on
+both sides of each threshold.
 """
 
 from __future__ import annotations
@@ -13,19 +19,27 @@ INPUT_DOMINANT = 0.10  # data-starved below HIGH only if input is also the large
 # xprof flags collectives and kernel launch at 3% (note) / 15% (bottleneck).
 SYNC_HIGH = 0.15
 SYNC_NOTE = 0.05
-TRANSFER_HIGH = 0.10
 # copies exposed on at least this share and more than compute: the step moves data more than
 # it computes (xprof's smart suggestions flag H2D at >= 30%); none of the verdicts names that
 COPY_DOMINANT = 0.30
 # device idle with nothing on the timeline to explain it: not a confident verdict
 UNEXPLAINED_IDLE = 0.50
 COMPUTE_BOUND_STRONG = 0.90  # TraceML's compute-bound anchor: confidence saturates here
+# a compute remedy (bigger batch, XLA, lower precision) pays only where the device is the
+# bottleneck: below this compute share the input/sync remedies come first
+COMPUTE_DOMINANT = 0.6
+# leading steps this much slower than the steady step are warm-up (tracing, compilation,
+# first batches): the whole run's phases and the fit's account both cut them off
+WARMUP_FACTOR = 3.0
+
+# --- the advice list (analyze/ranking.py) -----------------------------------------------------
+MIN_GAIN = 1.02  # a change worth less than 2% is not worth the reader's time
+UNESTIMATED_MIN_HIGH = 1.10  # an unestimated remedy is shown only if it could be worth 10%
 
 # --- gaps -----------------------------------------------------------------------------------
 GAP_MIN_US = 100.0  # shorter idle is launch latency between kernels, not a gap
 GAP_MIN_FRACTION_OF_STEP = 0.02
 GAP_BOUNDARY_WINDOW = 0.05  # a gap within 5% of a step of a boundary "lines up" with it
-GAPS_SHARE_FINDING = 0.10
 
 # --- kernel launch bound --------------------------------------------------------------------
 LAUNCH_IDLE_SHARE = 0.15
@@ -48,7 +62,7 @@ STRAGGLER_WAIT_NOTE = 0.05
 STRAGGLER_CHANCE = 0.01
 
 # --- host signals (recorded by DiagnoseCallback) ---------------------------------------------
-GIL_P95_MS = 2.0  # probe lateness p95: idle ~0.1 ms, a Python thread holding the GIL ~5 ms
-GIL_REFERENCE_RATIO = 3.0  # in-process lateness must exceed the out-of-process reference 3x
-GIL_TYPICAL_MS = 2.0  # on a saturated CPU: median window p50 must be this late as well
+# The GIL probe runs in bursts this long (a probe waking every 5 ms for the whole run costs
+# several % of step time on 2 cores); a GIL sample stands for the burst that ended at it
+GIL_BURST_S = 0.5
 CPU_SATURATED = 90.0  # % of all cores, median over the run

@@ -37,10 +37,10 @@ KERAS2_NAMES: tuple[tuple[re.Pattern[str], str], ...] = (
 )
 
 
-def api(cfg: RunConfig) -> str:
-    """Whose API the remedies use: "keras" | "pytorch" | "jax". A callback run names its Keras
-    backend and records its compile options; a foreign JAX profile has neither. TensorFlow
-    training is written with (tf.)keras, so TF traces get Keras remedies."""
+def dialect(cfg: RunConfig) -> str:
+    """The framework dialect the remedies speak: "keras" | "pytorch" | "jax". A callback run
+    names its Keras backend and records its compile options; a foreign JAX profile has
+    neither. TensorFlow training is written with (tf.)keras, so TF traces get Keras remedies."""
     fw = cfg.framework or ""
     if fw == "pytorch":
         return "pytorch"
@@ -53,7 +53,7 @@ def inference(cfg: RunConfig) -> bool:
     return cfg.training is False
 
 
-# (kind, api) -> (title, detail); "*" is the fallback for every api
+# (kind, dialect) -> (title, detail); "*" is the fallback for every dialect
 _TEXT: dict[tuple[str, str], tuple[str, str]] = {
     ("mixed-precision", "keras"): (
         "Use mixed precision",
@@ -156,7 +156,7 @@ def remedy(kind: str, cfg: RunConfig) -> tuple[str, str] | None:
     """Title and detail of a remedy in the run's own framework; None when it does not apply.
     Decoding advice (KV cache, per-token steps) only where the run decodes token by token;
     steps_per_execution only outside a MirroredStrategy (keras-team/keras#19246)."""
-    who = api(cfg)
+    who = dialect(cfg)
     if kind == "mixed-precision" and inference(cfg):
         kind = "mixed-precision-inference"
     hint = ""
@@ -177,7 +177,7 @@ MIRRORED = ("mirrored", "multi-worker-mirrored")
 def sync_remedy(cfg: RunConfig, k: int, now: str, all_to_all: bool) -> tuple[str, str]:
     """Less exposed communication per sample. All-to-all (MoE expert parallelism) is hidden
     by overlapping it, not by bigger batches; inference has no gradients to accumulate."""
-    who = api(cfg)
+    who = dialect(cfg)
     if all_to_all:
         return (
             "Overlap expert all-to-all with compute",

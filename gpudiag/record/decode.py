@@ -23,10 +23,6 @@ from gpudiag.record.profiler import ProfilerWindow
 from gpudiag.record.window_facts import WindowFacts
 from gpudiag.record.writer import TraceWriter
 
-# the GIL probe's burst length; the decode waits at most twice that for the probe to be idle
-GIL_BURST_S = 0.5
-
-
 # what a profile's device plane says of the GPU, kept in the trace's configuration
 GPU_FACTS = ("gpu_model", "compute_capability", "vendor")
 
@@ -73,8 +69,9 @@ class WindowDecoder:
             window = self._queue.get()
             if window is None:
                 return
-            if self.gil is not None:
-                self.gil.wait_idle(timeout=2 * GIL_BURST_S)
+            burst_s = getattr(self.gil, "burst_s", None)
+            if burst_s:  # wait at most two bursts for the probe to be idle
+                self.gil.wait_idle(timeout=2 * burst_s)
             with contextlib.suppress(Exception):  # never let a decode failure escape
                 self.decode(window)
 

@@ -1,8 +1,8 @@
-"""What a fit already does, read before its first step: the ``RunConfig`` the pre-fit
+"""What a fit already does, read before its first step: the ``RunConfig`` the
 findings are judged on and the remedies checked against.
 
 The input given to fit (``record/fit_input.py``), the model's facts and compile options
-(``record/lint.py``), what the Keras generation reads its own way (``record/generation.py``),
+(``record/run_facts.py``), what the Keras generation reads its own way (``record/generation.py``),
 and what the backend says of the distribution: its strategy and, on JAX, the mesh.
 
     config, facts, params = fit_config(model, dataset, replicas, gen, batch_rows)
@@ -15,7 +15,7 @@ from typing import Any
 
 from gpudiag.record.fit_input import given_input
 from gpudiag.record.generation import Keras3
-from gpudiag.record.lint import InputFacts, model_facts, run_config
+from gpudiag.record.run_facts import InputFacts, model_facts, run_config
 from gpudiag.trace.runconfig import RunConfig
 
 

@@ -20,7 +20,7 @@ import sys
 import types
 from typing import Any
 
-from gpudiag.record.lint import InputFacts, describe_input, global_rng_untouched
+from gpudiag.record.run_facts import InputFacts, describe_input, global_rng_untouched
 
 MAX_DEPTH = 40  # frames between a hook and fit (CallbackList, Keras's wrappers): about 5
 

@@ -75,7 +75,7 @@ class Keras3:
         return None
 
     def config_fields(self, model: Any) -> dict[str, Any]:
-        """RunConfig fields read in this generation's own way (``record/lint.py`` reads the
+        """RunConfig fields read in this generation's own way (``record/run_facts.py`` reads the
         rest from the model's attributes, as Keras 3 names them)."""
         return {}
 

@@ -1,6 +1,6 @@
 """Background samplers: NVML, psutil and the GIL probe, turned into counter samples.
 
-A ``Sampler`` (``record/sampler.py``) is a daemon thread that calls ``read()`` every
+A ``Sampler`` (``record/sampler_thread.py``) is a daemon thread that calls ``read()`` every
 ``interval`` seconds, converts the result into samples and hands each to a sink::
 
     sink(name: str, source: str, ts_us: float, value: float)
@@ -34,7 +34,7 @@ from typing import Any
 from gpudiag.record.gil import GilProbe, GilWindow
 from gpudiag.record.host import HostMonitor, HostSnapshot
 from gpudiag.record.nvml import GpuSnapshot, NvmlSession
-from gpudiag.record.sampler import Sample, Sampler, Sink, drive
+from gpudiag.record.sampler_thread import Sample, Sampler, Sink, drive
 
 __all__ = [
     "Sample",

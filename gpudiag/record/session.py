@@ -6,8 +6,8 @@ the work and, at the end, closes the trace and returns what was recorded. It kno
 of Keras callbacks, of the diagnosis or of printing (``record/`` imports nothing from
 ``show/``), so it can be driven by any training loop:
 
-    session = RecordingSession(writer, samplers, backend, schedule=WindowSchedule(5, 5))
-    session.start()
+    session = start_session(path, meta, backend, make_samplers)   # record/session_start.py
+    session.fit_begin(time.time() * 1e6)
     for step in ...:
         session.batch_begin(step)         # closes the previous step, opens this one
         ...                               # the training step
@@ -24,13 +24,13 @@ import time
 from typing import Any
 
 from gpudiag.record.backends import RecordBackend
+from gpudiag.record.call_timer import CallTimer
 from gpudiag.record.compile_watch import CompileWatch
 from gpudiag.record.completion import StepCompletion
-from gpudiag.record.decode import GIL_BURST_S, WindowDecoder
+from gpudiag.record.decode import WindowDecoder
 from gpudiag.record.fit_clock import FitClock
 from gpudiag.record.memory import MemoryProbe
 from gpudiag.record.profiler import DEFAULT_WARMUP_STEPS, ProfilerWindow, WindowSchedule
-from gpudiag.record.ranks import CallTimer
 from gpudiag.record.samplers import SamplerSet
 from gpudiag.record.writer import TraceWriter
 from gpudiag.trace.kept_run import write_manifest
@@ -55,7 +55,7 @@ class RecordingSession:
         schedule: when profiler windows open; None: no windows.
         profile_steps: steps per window.
         profile_dir: keep each window's raw profile there.
-        calls: times the train-function call of each step (see ``ranks.CallTimer``).
+        calls: times the train-function call of each step (see ``call_timer.CallTimer``).
         in_epoch_start: the step of an epoch where later windows open.
         steps_per_epoch: Keras's steps per epoch when known.
         steps_per_execution: the batches Keras runs per train-function call.
@@ -208,7 +208,7 @@ class RecordingSession:
     def gil_burst(self) -> None:
         gil = self.samplers.gil
         if gil is not None:
-            gil.request_burst(GIL_BURST_S)
+            gil.request_burst(gil.burst_s)
 
     # ---- the fit, epochs and evaluation ---------------------------------------------------
     def fit_begin(self, start_us: float) -> None:

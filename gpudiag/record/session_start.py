@@ -12,11 +12,11 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from gpudiag.record.backends import RecordBackend
+from gpudiag.record.call_timer import CallTimer
 from gpudiag.record.compile_watch import start_watch
 from gpudiag.record.generation import generation_of
 from gpudiag.record.memory import MemoryProbe
 from gpudiag.record.profiler import DEFAULT_WARMUP_STEPS, WindowSchedule
-from gpudiag.record.ranks import CallTimer
 from gpudiag.record.samplers import SamplerSet
 from gpudiag.record.session import RecordingSession
 from gpudiag.record.writer import TraceWriter
@@ -45,7 +45,7 @@ def start_session(
     steps_per_epoch: int | None = None,
     on_disk_error: Callable[[str], None] | None = None,
 ) -> RecordingSession:
-    """Open the trace, write what is known before the first step (pre-fit findings, the
+    """Open the trace, write what is known before the first step (lints, the
     input pipeline, the samplers' and windows' limitations) and start the samplers.
 
     Returns:

@@ -6,7 +6,7 @@ events, device kernels one by one since their sizes feed the launch-bound findin
 written as merged busy runs with their kernel count. Input waits are merged.
 
     for event, exact in window_events(timeline, device_pid, shift_us=0.0):
-        writer_write(event, exact=exact)     # exact: numbers only, no JSON round trip
+        writer._write(event, exact=exact)    # TraceWriter.timeline; exact: numbers only
 """
 
 from __future__ import annotations

@@ -15,10 +15,10 @@ from rich.text import Text
 
 from gpudiag.analyze.breakdown import CATEGORIES
 from gpudiag.analyze.compare import Comparison, RunFigures
-from gpudiag.show.fit import FirstFit
-from gpudiag.show.fit import table as section_table
 from gpudiag.show.report import COLOURS, VERDICT_STYLE
 from gpudiag.show.safe import clean, text
+from gpudiag.show.table_width import FirstFit
+from gpudiag.show.table_width import table as section_table
 from gpudiag.show.units import LABELS
 
 STATUS_STYLE = {"applied": "bold green", "not applied": "yellow", "unknown": "bright_black"}

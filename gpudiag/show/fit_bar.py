@@ -1,7 +1,11 @@
 """The whole fit as one bar in the terminal report: training steps, validation, epoch-end
 callbacks, epoch starts, start-up, gpudiag, the rest — or one line saying it was not measured.
 
-    parts = fit_lines(diagnosis.run.get("fit"), width=80)   # [] when there is nothing to say
+    fit = diagnosis.run["fit"]
+    not_measured(fit)                    # the one line when the fit was not measured, else None
+    fit_title(fit)                       # "The whole fit (41.2 s, 3 epochs)"
+    fit_bar(fit["shares"], width=80)     # the bar
+    fit_legend(fit)                      # each part's share, in its colour
 
 Rendering only: the figures are ``run.fit`` of the Diagnosis (analyze/fit_account.py).
 """

@@ -20,9 +20,9 @@ from rich.text import Text
 
 from gpudiag.analyze.breakdown import CATEGORIES
 from gpudiag.analyze.diagnosis import Diagnosis
-from gpudiag.show.fit import table as section_table
 from gpudiag.show.fit_bar import fit_bar, fit_legend, fit_title, not_measured
 from gpudiag.show.safe import clean, text
+from gpudiag.show.table_width import table as section_table
 from gpudiag.show.tables import devices_table, ranks_table
 from gpudiag.show.units import LABELS, evidence_item, gain_text
 

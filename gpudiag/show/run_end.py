@@ -1,4 +1,4 @@
-"""What the callback shows: the pre-fit findings before the first step, and at the end of
+"""What the callback shows: the lints before the first step, and at the end of
 the run the report, the HTML page and the TensorBoard scalars, each failing on its own.
 
 Rank 0 policy: on a multi-worker run only rank 0 prints the report by default; the others
@@ -6,8 +6,10 @@ say where their trace is and how to analyze the whole run (``report=True`` makes
 print its own). ``verbose=0`` in ``fit`` means no report unless ``report=True``.
 
     say = Say(quiet=False)
-    say.prefit(findings)                                  # once per new finding id
-    present(RunEnd(diagnosis, trace_path, html, wanted, rank_info), say, callback_lists)
+    say.lints(findings)                                   # once per new finding id
+    end = RunEnd(diagnosis, trace_path, html, wanted, rank_info)
+    share(end, say, callback_lists_of(callback))          # HTML page, TensorBoard scalars
+    report(end, say)                                      # the report, rank-0 policy
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from gpudiag.trace.timeline import RecordedFinding
 
 @dataclass
 class Say:
-    """One line (or a few) on stderr unless quiet; pre-fit findings once per id."""
+    """One line (or a few) on stderr unless quiet; lints once per id."""
 
     quiet: bool = False
     printed: set[str] = field(default_factory=set)
@@ -40,8 +42,8 @@ class Say:
             self.printed.add(text)
             self(text)
 
-    def prefit(self, findings: Sequence[RecordedFinding]) -> None:
-        """Print the pre-fit findings not printed before (info ones are not printed)."""
+    def lints(self, findings: Sequence[RecordedFinding]) -> None:
+        """Print the lints not printed before (info ones are not printed)."""
         new = [f for f in findings if f.severity != "info" and f.id not in self.printed]
         self.printed.update(f.id for f in new)
         if new and not self.quiet:

@@ -1,6 +1,6 @@
 """The report's per-device and per-rank tables, sized for the terminal they are printed on:
 names and verdicts are never cut or wrapped; the least needed columns go first
-(``show.fit``).
+(``show.table_width``).
 
     console.print(devices_table(diagnosis.devices))
     console.print(ranks_table(diagnosis.ranks))
@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from rich.text import Text
 
 from gpudiag.analyze.diagnosis import DeviceSummary, RankSummary
-from gpudiag.show.fit import Col, FirstFit, fitted_table
 from gpudiag.show.safe import text
+from gpudiag.show.table_width import Col, FirstFit, fitted_table
 
 
 def _pct(values: Sequence[float]) -> list[Text]:

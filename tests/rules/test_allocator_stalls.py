@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from gpudiag.analyze import thresholds as T
 from gpudiag.analyze.gain import removed
 from gpudiag.analyze.rules import allocator_stalls as rule
 from tests.rules.kit import evidence, situation
@@ -24,10 +25,10 @@ def found(stall: float, call: str = "cudaFree", **config):
 @pytest.mark.parametrize(
     ("stall", "found_as"),
     [
-        (rule.SHARE_MODERATE + 0.01, "moderate"),
-        (rule.SHARE_MODERATE - 0.01, None),
-        (rule.SHARE_HIGH + 0.01, "high"),
-        (rule.SHARE_HIGH - 0.01, "moderate"),
+        (T.INPUT_MODERATE + 0.01, "moderate"),
+        (T.INPUT_MODERATE - 0.01, None),
+        (T.INPUT_HIGH + 0.01, "high"),
+        (T.INPUT_HIGH - 0.01, "moderate"),
     ],
 )
 def test_thresholds_count_only_the_blocked_time_the_device_idles(stall, found_as):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gpudiag.analyze import rules
+from gpudiag.analyze import ranking, rules
 from gpudiag.analyze.diagnosis import Finding
 from gpudiag.analyze.rules import batch_not_multiple_of_replicas as rule
 from gpudiag.trace.runconfig import RunConfig
@@ -35,7 +35,7 @@ def test_the_fix_is_a_correctness_fix_shown_first_whatever_its_gain():
     (sug,) = rule.advise(f, situation())
     assert sug.expected_gain == 1.0 and sug.expected_gain_range == []
     slow = Finding("xla-off", "info", "t", {"compute_share_pct": 90.0})
-    ranked = rules.advise([slow, f], situation({"framework": "tensorflow"}, compute=0.9))
+    ranked = ranking.advise([slow, f], situation({"framework": "tensorflow"}, compute=0.9))
     assert ranked[0].finding == rule.ID
 
 

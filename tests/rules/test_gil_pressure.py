@@ -9,7 +9,7 @@ from gpudiag.analyze.evidence import HostFacts
 from gpudiag.analyze.rules import gil_pressure as rule
 from tests.rules.kit import evidence, situation, titles
 
-P95 = T.GIL_P95_MS
+P95 = rule.GIL_P95_MS
 
 
 def host(p95=3.0, ref=0.2, typical=0.2, cpu=50.0) -> HostFacts:
@@ -26,7 +26,8 @@ def test_probe_lateness_threshold(p95, fires):
 
 
 @pytest.mark.parametrize(
-    ("ratio", "fires"), [(T.GIL_REFERENCE_RATIO + 0.1, True), (T.GIL_REFERENCE_RATIO - 0.1, False)]
+    ("ratio", "fires"),
+    [(rule.GIL_REFERENCE_RATIO + 0.1, True), (rule.GIL_REFERENCE_RATIO - 0.1, False)],
 )
 def test_must_be_later_than_the_out_of_process_reference(ratio, fires):
     # the reference as late: CPU contention delays both, not the GIL
@@ -36,10 +37,10 @@ def test_must_be_later_than_the_out_of_process_reference(ratio, fires):
 @pytest.mark.parametrize(
     ("typical", "inp", "fires"),
     [
-        (T.GIL_TYPICAL_MS + 0.1, 0.0, True),  # a thread runs Python non-stop
-        (T.GIL_TYPICAL_MS - 0.1, 0.0, False),  # a tail only: the CPU is just busy
-        (T.GIL_TYPICAL_MS - 0.1, T.INPUT_MODERATE + 0.01, True),  # and the device waits
-        (T.GIL_TYPICAL_MS - 0.1, T.INPUT_MODERATE - 0.01, False),
+        (rule.GIL_TYPICAL_MS + 0.1, 0.0, True),  # a thread runs Python non-stop
+        (rule.GIL_TYPICAL_MS - 0.1, 0.0, False),  # a tail only: the CPU is just busy
+        (rule.GIL_TYPICAL_MS - 0.1, T.INPUT_MODERATE + 0.01, True),  # and the device waits
+        (rule.GIL_TYPICAL_MS - 0.1, T.INPUT_MODERATE - 0.01, False),
     ],
 )
 def test_on_a_saturated_cpu_the_lateness_must_be_typical_or_cost_input(typical, inp, fires):

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from gpudiag.analyze import thresholds as T
 from gpudiag.analyze.rules import gpu_idle_gaps as rule
 from tests.rules.kit import evidence, situation
 
@@ -19,8 +18,8 @@ def found(idle: float, device: str = "GPU 0", **config):
 @pytest.mark.parametrize(
     ("idle", "found_as"),
     [
-        (T.GAPS_SHARE_FINDING + 0.01, "moderate"),
-        (T.GAPS_SHARE_FINDING - 0.01, None),
+        (rule.GAPS_SHARE_FINDING + 0.01, "moderate"),
+        (rule.GAPS_SHARE_FINDING - 0.01, None),
         (0.31, "high"),
         (0.29, "moderate"),
     ],

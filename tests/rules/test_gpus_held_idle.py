@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from gpudiag.analyze import rules
+from gpudiag.analyze import ranking
 from gpudiag.analyze.rules import gpus_held_idle as rule
 from gpudiag.trace.runconfig import RunConfig
 from tests.multi_gpu import nvml_replay, rank_evidence, situation
@@ -18,7 +18,7 @@ def test_one_gpu_run_holding_four(tmp_path):
     assert f is not None and f.severity == "high"
     assert f.evidence["idle_gpus"] == ["GPU 1", "GPU 2", "GPU 3"]
     found = [f]
-    shown = rules.advise(found, situation(RunConfig(training=True)))
+    shown = ranking.advise(found, situation(RunConfig(training=True)))
     assert [s.title for s in shown] == [
         "Train on every GPU the process holds",
         "Hide the GPUs you do not train on",  # no gain claimed, still shown

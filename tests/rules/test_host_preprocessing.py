@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from gpudiag.analyze import thresholds as T
 from gpudiag.analyze.rules import host_preprocessing as rule
 from gpudiag.trace.timeline import HOST_COMPUTE, Intervals, Kind, Timeline
 from tests.rules.kit import evidence, situation
@@ -28,8 +29,8 @@ def _timeline(pre_us: float, step_us: float = 10_000.0, steps: int = 6, quiet: b
     [
         (rule.SHARE - 0.01, None),
         (rule.SHARE + 0.01, "moderate"),
-        (rule.SHARE_HIGH - 0.01, "moderate"),
-        (rule.SHARE_HIGH + 0.01, "high"),
+        (T.INPUT_HIGH - 0.01, "moderate"),
+        (T.INPUT_HIGH + 0.01, "high"),
     ],
 )
 def test_thresholds(share, severity):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from gpudiag.analyze import thresholds as T
 from gpudiag.analyze.rules import host_sync_stalls as rule
 from tests.rules.kit import evidence, situation
 from tests.synth import periodic
@@ -22,10 +23,10 @@ def found(idle: float, call: str = "cudaStreamSynchronize", **config):
 @pytest.mark.parametrize(
     ("idle", "found_as"),
     [
-        (rule.SHARE_MODERATE + 0.01, "moderate"),
-        (rule.SHARE_MODERATE - 0.01, None),
-        (rule.SHARE_HIGH + 0.01, "high"),
-        (rule.SHARE_HIGH - 0.01, "moderate"),
+        (T.SYNC_NOTE + 0.01, "moderate"),
+        (T.SYNC_NOTE - 0.01, None),
+        (T.SYNC_HIGH + 0.01, "high"),
+        (T.SYNC_HIGH - 0.01, "moderate"),
     ],
 )
 def test_thresholds_on_the_idle_after_the_sync(idle, found_as):

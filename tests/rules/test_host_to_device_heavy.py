@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from gpudiag.analyze import thresholds as T
 from gpudiag.analyze.gain import removed
 from gpudiag.analyze.rules import host_to_device_heavy as rule
 from tests.rules.kit import evidence, situation
@@ -17,10 +16,10 @@ def found(exposed: float):
 @pytest.mark.parametrize(
     ("exposed", "found_as"),
     [
-        (T.TRANSFER_HIGH / 2 + 0.01, "moderate"),
-        (T.TRANSFER_HIGH / 2 - 0.01, None),
-        (T.TRANSFER_HIGH + 0.01, "high"),
-        (T.TRANSFER_HIGH - 0.01, "moderate"),
+        (rule.TRANSFER_HIGH / 2 + 0.01, "moderate"),
+        (rule.TRANSFER_HIGH / 2 - 0.01, None),
+        (rule.TRANSFER_HIGH + 0.01, "high"),
+        (rule.TRANSFER_HIGH - 0.01, "moderate"),
     ],
 )
 def test_exposed_copy_thresholds(exposed, found_as):
@@ -38,8 +37,8 @@ def test_hidden_copies_count_from_ten_percent_of_the_step():
             tl.add_activity("GPU 0", Kind.H2D, [i * 1000.0], [i * 1000.0 + total * 1000])
         return rule.detect(evidence(tl))
 
-    assert hidden(T.TRANSFER_HIGH + 0.01).severity == "moderate"
-    assert hidden(T.TRANSFER_HIGH - 0.01) is None
+    assert hidden(rule.TRANSFER_HIGH + 0.01).severity == "moderate"
+    assert hidden(rule.TRANSFER_HIGH - 0.01) is None
 
 
 def test_the_remedy_is_worded_for_the_framework_and_halves_the_copies_at_the_point():

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from gpudiag.analyze import diagnose
+from gpudiag.analyze import thresholds as T
 from gpudiag.analyze.rules import layout_transposes as rule
 from gpudiag.trace.load import load_file
 from gpudiag.trace.runconfig import RunConfig
@@ -63,7 +64,7 @@ def test_a_user_kernel_named_like_a_transpose_elsewhere_is_not_counted(tmp_path)
 
 
 def _titles(cfg: RunConfig) -> list[str]:
-    f = rule.Finding(rule.ID, "high", "", {"layout_transpose_pct": 23.6})
+    f = rule.Finding(rule.ID, "high", "", {"layout_transpose_pct": 23.6}, measured=0.236)
     return [s.title for s in rule.advise(f, situation(cfg))]
 
 
@@ -92,7 +93,7 @@ def test_a_change_another_finding_offers_is_listed_once(tmp_path):
 
 
 def test_unknown_compute_capability_says_which_remedy_needs_it():
-    f = rule.Finding(rule.ID, "high", "", {"layout_transpose_pct": 20.0})
+    f = rule.Finding(rule.ID, "high", "", {"layout_transpose_pct": 20.0}, measured=0.2)
     cfg = RunConfig(framework="tensorflow", precision="float32")
     mp = next(s for s in rule.advise(f, situation(cfg)) if "mixed" in s.title)
     assert "compute capability >= 7.0" in mp.detail
@@ -105,8 +106,8 @@ def test_unknown_compute_capability_says_which_remedy_needs_it():
     [
         (rule.SHARE - 0.01, None),
         (rule.SHARE + 0.01, "moderate"),
-        (rule.SHARE_HIGH - 0.01, "moderate"),
-        (rule.SHARE_HIGH + 0.01, "high"),
+        (T.SYNC_HIGH - 0.01, "moderate"),
+        (T.SYNC_HIGH + 0.01, "high"),
     ],
 )
 def test_share_thresholds(tmp_path, share, severity):

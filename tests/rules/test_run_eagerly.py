@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from gpudiag.analyze.gain import removed
-from gpudiag.analyze.prefit import judge
+from gpudiag.analyze.lints import judge
 from gpudiag.analyze.rules import run_eagerly as rule
 from gpudiag.trace.runconfig import RunConfig
 from tests.rules.kit import evidence, lint, situation

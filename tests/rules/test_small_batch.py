@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from gpudiag.analyze import thresholds as T
 from gpudiag.analyze.evidence import HostFacts
 from gpudiag.analyze.rules import small_batch as rule
 from tests.rules.kit import evidence, situation
@@ -22,7 +23,7 @@ def test_batch_threshold(batch, fires):
 
 
 @pytest.mark.parametrize(
-    ("compute", "fires"), [(rule.COMPUTE_SHARE + 0.01, True), (rule.COMPUTE_SHARE - 0.01, False)]
+    ("compute", "fires"), [(T.COMPUTE_DOMINANT + 0.01, True), (T.COMPUTE_DOMINANT - 0.01, False)]
 )
 def test_only_when_compute_is_the_bottleneck(compute, fires):
     assert (found(compute=compute) is not None) is fires

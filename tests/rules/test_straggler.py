@@ -88,10 +88,12 @@ def test_the_arrival_order_across_ranks_comes_first():
 
 
 def test_the_gain_is_the_others_wait_when_measured_else_the_slowdown():
-    waits = Finding(rule.ID, "high", "t", {"straggler": "rank 3", "others_wait_share_pct": 20.0})
+    ev = {"straggler": "rank 3", "others_wait_share_pct": 20.0}
+    waits = Finding(rule.ID, "high", "t", ev, measured=0.2)
     (sug,) = rule.advise(waits, situation())
     assert sug.title == "Investigate rank 3"
     assert sug.expected_gain == pytest.approx(removed(0.2))
-    slower = Finding(rule.ID, "high", "t", {"straggler": "GPU 1", "median_slowdown_pct": 30.0})
+    ev = {"straggler": "GPU 1", "median_slowdown_pct": 30.0}
+    slower = Finding(rule.ID, "high", "t", ev, measured=0.3)
     (sug,) = rule.advise(slower, situation())
     assert sug.expected_gain == pytest.approx(1.3)

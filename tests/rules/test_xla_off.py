@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from gpudiag.analyze import thresholds as T
 from gpudiag.analyze.gain import removed
 from gpudiag.analyze.rules import xla_off as rule
 from tests.rules.kit import evidence, situation
@@ -16,7 +17,7 @@ def found(compute: float = 0.8, **config):
 
 
 @pytest.mark.parametrize(
-    ("compute", "fires"), [(rule.COMPUTE_SHARE + 0.01, True), (rule.COMPUTE_SHARE - 0.01, False)]
+    ("compute", "fires"), [(T.COMPUTE_DOMINANT + 0.01, True), (T.COMPUTE_DOMINANT - 0.01, False)]
 )
 def test_compute_threshold(compute, fires):
     assert (found(compute) is not None) is fires

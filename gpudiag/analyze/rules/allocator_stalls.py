@@ -14,19 +14,16 @@ framework's caching allocator back on.
 from __future__ import annotations
 
 from gpudiag.analyze import host_calls as H
+from gpudiag.analyze import thresholds as T
 from gpudiag.analyze.diagnosis import Finding, Suggestion
-from gpudiag.analyze.evidence import RankEvidence, Situation, pct
+from gpudiag.analyze.evidence import RankEvidence, Situation, pct, shown
 from gpudiag.analyze.gain import Gain, removed
 from gpudiag.analyze.needs import Needs, OneOf
-from gpudiag.analyze.wording import api
+from gpudiag.analyze.wording import dialect
 
 ID = "allocator-stalls"
 # the device idle an allocator call causes is only measured where device time is
 NEEDS = {"caching-allocator": Needs(requires={"device_measured": OneOf(True)})}
-# share of the analysed time the host is blocked in allocator calls while the device idles:
-# the same anchors as the other stalls (xprof's 5% "moderate" and our 20% "high" input wait)
-SHARE_MODERATE = 0.05
-SHARE_HIGH = 0.20
 
 
 def detect(ev: RankEvidence) -> Finding | None:
@@ -35,13 +32,15 @@ def detect(ev: RankEvidence) -> Finding | None:
         return None
     stalled = H.exposed(b.blocked, H.device_busy(ev.timeline))
     share = H.total(stalled) / b.span
-    if share < SHARE_MODERATE:
+    # share of the analysed time the host blocks in allocator calls while the device idles,
+    # judged as an input wait is (thresholds.INPUT_MODERATE, INPUT_HIGH)
+    if share < T.INPUT_MODERATE:
         return None
     counts, ms = H.per_call(b.calls, b.windows)
     top = next(iter(counts), "allocator calls")
     return Finding(
         ID,
-        "high" if share >= SHARE_HIGH else "moderate",
+        "high" if share >= T.INPUT_HIGH else "moderate",
         f"Host blocked in {top} {pct(share)}% of the time while the device idles",
         {
             "allocator_stall_pct": pct(share),
@@ -50,6 +49,7 @@ def detect(ev: RankEvidence) -> Finding | None:
             "time_in_calls_ms": ms,
             "steps": len(b.windows),
         },
+        measured=share,
     )
 
 
@@ -75,13 +75,15 @@ _REMEDY = {
 
 
 def advise(f: Finding, s: Situation) -> list[Suggestion]:
-    share = float(f.evidence["allocator_stall_pct"]) / 100.0
+    share = f.measured
+    if share is None:
+        return []
     g = Gain.of(
         removed(share * 0.9),
         removed(share / 2),
         removed(share),
-        f"device idle {share:.0%} of the time while the host frees/allocates; a caching "
+        f"device idle {shown(share):.0%} of the time while the host frees/allocates; a caching "
         "allocator makes those calls rare (not measured on this run)",
     )
-    title, detail = _REMEDY[api(s.config)]
+    title, detail = _REMEDY[dialect(s.config)]
     return [g.suggestion(title, detail, ID, "caching-allocator")]

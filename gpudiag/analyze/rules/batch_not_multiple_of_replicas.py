@@ -21,6 +21,7 @@ from gpudiag.trace.runconfig import RunConfig
 ID = "batch-not-multiple-of-replicas"
 NEEDS = {"batch-multiple-of-replicas": Needs()}
 KIND = "lint"  # reads only the RunConfig: judged once, before the first step
+SHOWN_FIRST = "correctness"  # the run fails or pads uneven shards: its fix leads, whatever the gain
 
 
 def check(cfg: RunConfig) -> Finding | None:

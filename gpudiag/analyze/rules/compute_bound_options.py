@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from gpudiag.analyze import thresholds as T
 from gpudiag.analyze.diagnosis import Finding, Suggestion
 from gpudiag.analyze.evidence import HostFacts, RankEvidence, Situation, pct
 from gpudiag.analyze.gain import Gain, batch_scaled, capacity, removed
@@ -33,7 +34,6 @@ NEEDS = {
 # a 2x batch: the growth memory and convergence allow most often (small-batch, for batches
 # under 32, proposes 4x)
 BATCH_FACTOR = 2
-MIN_GAIN = 1.02  # what the advice list shows at all (rules/__init__.py)
 
 
 @dataclass
@@ -132,8 +132,8 @@ def _batch(
         capacity(cfg.cores, own, host.cpu_others) if cpu else None,
         "the cores other processes leave free are in use",
     )
-    if g.high < MIN_GAIN:
-        if free.high >= MIN_GAIN:
+    if g.high < T.MIN_GAIN:
+        if free.high >= T.MIN_GAIN:
             why = "other processes hold the cores it would fill"
         else:
             busy = f" and {use:.0%} of the cores busy" if use is not None else ""

@@ -13,6 +13,7 @@ runs.
 
 from __future__ import annotations
 
+from gpudiag.analyze import thresholds as T
 from gpudiag.analyze.diagnosis import Finding, Suggestion
 from gpudiag.analyze.evidence import RankEvidence, Situation, pct
 from gpudiag.analyze.gain import Gain, removed
@@ -39,7 +40,6 @@ NEEDS = {
         },
     )
 }
-COMPUTE_SHARE = 0.6
 
 
 def detect(ev: RankEvidence) -> Finding | None:
@@ -48,7 +48,7 @@ def detect(ev: RankEvidence) -> Finding | None:
         return None
     if (cfg.device_type or ev.timeline.meta.device_type) == "TPU":
         return None  # TPUs run float32 matmuls in bfloat16 passes by default
-    if cfg.precision not in (None, "float32") or b.shares["compute"] < COMPUTE_SHARE:
+    if cfg.precision not in (None, "float32") or b.shares["compute"] < T.COMPUTE_DOMINANT:
         return None
     evidence: dict[str, object] = {
         "compute_share_pct": pct(b.shares["compute"]),

@@ -17,6 +17,9 @@ from gpudiag.analyze.evidence import HostFacts, RankEvidence, Situation
 from gpudiag.analyze.input_plan import input_remedies
 
 ID = "gil-pressure"
+GIL_P95_MS = 2.0  # probe lateness p95: idle ~0.1 ms, a Python thread holding the GIL ~5 ms
+GIL_REFERENCE_RATIO = 3.0  # in-process lateness must exceed the out-of-process reference 3x
+GIL_TYPICAL_MS = 2.0  # on a saturated CPU: median window p50 must be this late as well
 
 
 def contended(h: HostFacts, input_share: float | None) -> bool:
@@ -24,10 +27,10 @@ def contended(h: HostFacts, input_share: float | None) -> bool:
     shows it), so there it counts only if the lateness is typical, not just a tail, or if the
     device waits for input — the cost GIL contention in the input path would explain."""
     p95, ref = h.gil_p95, h.gil_reference_p95
-    if p95 is None or p95 < T.GIL_P95_MS or (ref is not None and p95 < T.GIL_REFERENCE_RATIO * ref):
+    if p95 is None or p95 < GIL_P95_MS or (ref is not None and p95 < GIL_REFERENCE_RATIO * ref):
         return False
     if h.cpu_total is not None and h.cpu_total >= T.CPU_SATURATED:
-        typical_late = h.gil_typical is not None and h.gil_typical >= T.GIL_TYPICAL_MS
+        typical_late = h.gil_typical is not None and h.gil_typical >= GIL_TYPICAL_MS
         starved = input_share is not None and input_share >= T.INPUT_MODERATE
         return typical_late or starved
     return True
@@ -39,7 +42,7 @@ def detect(ev: RankEvidence) -> Finding | None:
         return None
     return Finding(
         id=ID,
-        severity="high" if h.gil_p95 >= 2 * T.GIL_P95_MS else "moderate",
+        severity="high" if h.gil_p95 >= 2 * GIL_P95_MS else "moderate",
         title=f"Python threads fight for the GIL (probe lateness p95 {h.gil_p95:.1f} ms)",
         evidence={
             "gil_lateness_p95_ms": round(h.gil_p95, 2),

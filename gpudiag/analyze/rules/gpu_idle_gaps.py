@@ -10,11 +10,11 @@ CPU-only runs (the CPU is never idle in that sense).
 
 from __future__ import annotations
 
-from gpudiag.analyze import thresholds as T
 from gpudiag.analyze.diagnosis import Finding, Suggestion
 from gpudiag.analyze.evidence import RankEvidence, Situation, pct
 
 ID = "gpu-idle-gaps"
+GAPS_SHARE_FINDING = 0.10  # idle gaps worth reporting
 
 
 def detect(ev: RankEvidence) -> Finding | None:
@@ -22,7 +22,7 @@ def detect(ev: RankEvidence) -> Finding | None:
     if not gaps or ev.cpu_device:
         return None
     worst = max(gaps, key=lambda g: g.share)
-    if worst.share < T.GAPS_SHARE_FINDING:
+    if worst.share < GAPS_SHARE_FINDING:
         return None
     return Finding(
         id=ID,

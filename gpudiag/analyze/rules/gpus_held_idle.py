@@ -24,6 +24,7 @@ from gpudiag.analyze.needs import Needs, OneOf
 from gpudiag.trace.timeline import Timeline
 
 ID = "gpus-held-idle"
+SHOWN_FIRST = "frees-resources"  # shown for what it frees for others, not for speed
 # training on the held GPUs is a MirroredStrategy remedy; hiding them frees them for others
 NEEDS = {
     "hide-idle-gpus": Needs(),

@@ -15,21 +15,20 @@ that prepares the next input during the step) or onto the device.
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from gpudiag.analyze import host_calls as H
+from gpudiag.analyze import thresholds as T
 from gpudiag.analyze.diagnosis import Finding, Suggestion
-from gpudiag.analyze.evidence import RankEvidence, Situation, pct
+from gpudiag.analyze.evidence import RankEvidence, Situation, pct, shown
 from gpudiag.analyze.gain import Gain, removed
 from gpudiag.analyze.needs import Needs, OneOf
-from gpudiag.analyze.wording import api, inference
+from gpudiag.analyze.wording import dialect, inference
 from gpudiag.trace.timeline import HOST_COMPUTE, Intervals, subtract
 
 ID = "host-preprocessing"
-# the same anchors as the input-wait finding (xprof's input-bound levels, 5% and 20%, taken
-# a step up: host ops in idle gaps also hold some launch overhead)
+# xprof's input-bound levels (5% and 20%, thresholds.INPUT_HIGH), the lower one taken a step
+# up: host ops in idle gaps also hold some launch overhead
 SHARE = 0.10
-SHARE_HIGH = 0.20
 NEEDS = {"move-preprocessing": Needs(requires={"device_measured": OneOf(True)})}
 
 
@@ -81,9 +80,10 @@ def detect(ev: RankEvidence) -> Finding | None:
     first = f" ({next(iter(top))})" if isinstance(top, dict) and top else ""
     return Finding(
         ID,
-        "high" if share >= SHARE_HIGH else "moderate",
+        "high" if share >= T.INPUT_HIGH else "moderate",
         f"The device idles {pct(share)}% of the time while the host {what}{first}",
         evidence,
+        measured=share,
     )
 
 
@@ -117,12 +117,14 @@ _TEXT: dict[str, tuple[str, str]] = {
 
 
 def advise(f: Finding, s: Situation) -> list[Suggestion]:
-    share = float(_num(f.evidence.get("host_preprocessing_pct"))) / 100.0
+    share = f.measured
+    if share is None:
+        return []
     g = Gain.of(
         removed(share * 0.8),
         removed(share / 2),
         removed(share),
-        f"device idle {share:.0%} of the time while the host preprocesses; overlapped with "
+        f"device idle {shown(share):.0%} of the time while the host preprocesses; overlapped with "
         "the device's work most of it goes (not measured on this run)",
     )
     top = f.evidence.get("top_host_ops_ms")
@@ -135,11 +137,7 @@ def advise(f: Finding, s: Situation) -> list[Suggestion]:
             "that needs it, on another thread), or do it on the device.",
         )
     else:
-        title, detail = _TEXT.get(api(s.config), _TEXT["*"])
+        title, detail = _TEXT.get(dialect(s.config), _TEXT["*"])
     if inference(s.config):
         detail = detail.replace("DataLoader workers", "worker processes")
     return [g.suggestion(title, detail, ID, "move-preprocessing")]
-
-
-def _num(x: Any) -> float:
-    return float(x) if isinstance(x, int | float) else 0.0

@@ -14,20 +14,17 @@ Fix (per framework): read metrics every N steps, non-blocking copies from pinned
 from __future__ import annotations
 
 from gpudiag.analyze import host_calls as H
+from gpudiag.analyze import thresholds as T
 from gpudiag.analyze.diagnosis import Finding, Suggestion
-from gpudiag.analyze.evidence import RankEvidence, Situation, pct
+from gpudiag.analyze.evidence import RankEvidence, Situation, pct, shown
 from gpudiag.analyze.gain import Gain, removed
 from gpudiag.analyze.needs import Needs, OneOf
 from gpudiag.analyze.rules import host_preprocessing
-from gpudiag.analyze.wording import api
+from gpudiag.analyze.wording import dialect
 from gpudiag.trace.timeline import subtract
 
 ID = "host-sync-stalls"
 NEEDS = {"avoid-host-sync": Needs(requires={"device_measured": OneOf(True)})}
-# device idle right after host syncs, as a share of the analysed time (same anchors as the
-# other stalls: 5% worth a note, 15% a bottleneck, as xprof flags kernel-launch time)
-SHARE_MODERATE = 0.05
-SHARE_HIGH = 0.15
 # one call holding this share of the judged time is named as the cause (a blocking copy of
 # hundreds of ms in an inference window), not a pattern of per-step syncs
 LONG_CALL_SHARE = 0.10
@@ -42,7 +39,9 @@ def detect(ev: RankEvidence) -> Finding | None:
     if pre is not None:  # the host was busy preparing the next step: host-preprocessing
         idle = subtract(idle, pre[0])
     share = H.total(idle) / b.span
-    if share < SHARE_MODERATE:
+    # device idle right after host syncs, as a share of the analysed time: judged as exposed
+    # sync is (thresholds.SYNC_NOTE, SYNC_HIGH: xprof's note and bottleneck levels)
+    if share < T.SYNC_NOTE:
         return None
     counts, ms = H.per_call(b.calls, b.windows)
     n = sum(counts.values())
@@ -67,7 +66,8 @@ def detect(ev: RankEvidence) -> Finding | None:
             f"Device idle {pct(share)}% of the time after the host synchronises "
             f"({n / max(1, len(b.windows)):.1f} syncs per step)"
         )
-    return Finding(ID, "high" if share >= SHARE_HIGH else "moderate", title, evidence)
+    severity = "high" if share >= T.SYNC_HIGH else "moderate"
+    return Finding(ID, severity, title, evidence, measured=share)
 
 
 # serving: no loss or metrics to log, but outputs read back each request
@@ -113,15 +113,17 @@ _REMEDY = {
 
 
 def advise(f: Finding, s: Situation) -> list[Suggestion]:
-    share = float(f.evidence["idle_after_sync_pct"]) / 100.0
+    share = f.measured
+    if share is None:
+        return []
     g = Gain.of(
         removed(share / 2),
         1.0,
         removed(share),
-        f"device idle {share:.0%} of the time right after host syncs; half of it "
+        f"device idle {shown(share):.0%} of the time right after host syncs; half of it "
         "recovered at the point (not measured on this run)",
     )
-    who = api(s.config)
+    who = dialect(s.config)
     title, detail = (
         _INFERENCE.get(who, _INFERENCE["keras"]) if s.config.training is False else _REMEDY[who]
     )

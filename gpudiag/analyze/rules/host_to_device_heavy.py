@@ -13,15 +13,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpudiag.analyze import thresholds as T
 from gpudiag.analyze.diagnosis import Finding, Suggestion
-from gpudiag.analyze.evidence import RankEvidence, Situation, pct
+from gpudiag.analyze.evidence import RankEvidence, Situation, pct, shown
 from gpudiag.analyze.gain import Gain, removed
 from gpudiag.analyze.needs import Needs
 from gpudiag.analyze.wording import remedy
 
 ID = "host-to-device-heavy"
 NEEDS = {"overlap-copies": Needs()}
+# exposed copies this large usually mean pageable memory or fat dtypes: half of it exposed,
+# or all of it in total, raises the finding
+TRANSFER_HIGH = 0.10
 
 
 def detect(ev: RankEvidence) -> Finding | None:
@@ -33,24 +35,25 @@ def detect(ev: RankEvidence) -> Finding | None:
     exposed = b.host_transfer
     used = [d for d in b.devices if d.computes] or b.devices
     total = float(np.mean([d.transfer_total for d in used])) if used else 0.0
-    if exposed < T.TRANSFER_HIGH / 2 and total < T.TRANSFER_HIGH:
+    if exposed < TRANSFER_HIGH / 2 and total < TRANSFER_HIGH:
         return None
     return Finding(
         id=ID,
-        severity="high" if exposed >= T.TRANSFER_HIGH else "moderate",
+        severity="high" if exposed >= TRANSFER_HIGH else "moderate",
         title=f"Host<->device copies take {pct(total)}% of step time "
         f"({pct(exposed)}% not overlapped)",
         evidence={"transfer_pct": pct(total), "exposed_transfer_pct": pct(exposed)},
+        measured=exposed,
     )
 
 
 def advise(f: Finding, s: Situation) -> list[Suggestion]:
-    x = float(f.evidence.get("exposed_transfer_pct", 0.0)) / 100.0
+    x = f.measured or 0.0
     g = Gain.of(
         removed(x / 2),
         1.0,
         removed(x),
-        f"exposed copies are {x:.0%} of step time; half hidden or shrunk at the point",
+        f"exposed copies are {shown(x):.0%} of step time; half hidden or shrunk at the point",
     )
     title, detail = remedy("overlap-copies", s.config) or ("Overlap host-to-device copies", "")
     return [g.suggestion(title, detail, ID, "overlap-copies")]

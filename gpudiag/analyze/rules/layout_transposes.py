@@ -17,11 +17,12 @@ model; PyTorch: ``channels_last``. Mixed precision and XLA are left to ``full-pr
 
 from __future__ import annotations
 
+from gpudiag.analyze import thresholds as T
 from gpudiag.analyze.diagnosis import Finding, Suggestion
-from gpudiag.analyze.evidence import RankEvidence, Situation, pct
+from gpudiag.analyze.evidence import RankEvidence, Situation, pct, shown
 from gpudiag.analyze.gain import Gain, removed
 from gpudiag.analyze.needs import Needs
-from gpudiag.analyze.wording import api
+from gpudiag.analyze.wording import dialect
 from gpudiag.trace.runconfig import RunConfig
 from gpudiag.trace.timeline import Timeline
 
@@ -34,7 +35,6 @@ NEEDS = {
 # less than 1.05x: not worth a model change. The real Keras profiles read here hold 0.7-4.9%
 # (cuBLAS's FFT transposes, TF's few filter shuffles); the RTX 2060-class CNN 23.6%.
 SHARE = 0.05
-SHARE_HIGH = 0.15  # xprof's bottleneck level (collectives, kernel launch): a cause, not a note
 # Severity is "info" when the conversions' part of the step (share x compute share) is below
 # SHARE: on an input- or launch-bound run they are real but do not limit the step.
 # Point estimate: half of the conversions go. Some stay at the graph's edges (input and output
@@ -61,7 +61,7 @@ def detect(ev: RankEvidence) -> Finding | None:
     extra, cfg = ev.timeline.meta.extra, ev.config
     compute = ev.breakdown.shares["compute"] if ev.breakdown else 1.0
     # "info": real, but not what limits this run's step
-    severity = "high" if share >= SHARE_HIGH else "moderate"
+    severity = "high" if share >= T.SYNC_HIGH else "moderate"  # xprof's bottleneck level
     severity = "info" if share * compute < SHARE else severity
     return Finding(
         ID,
@@ -74,6 +74,7 @@ def detect(ev: RankEvidence) -> Finding | None:
             "precision": cfg.precision or "unknown",
             "compute_capability": cfg.compute_capability,
         },
+        measured=share,
     )
 
 
@@ -84,16 +85,18 @@ def _tensor_cores(cfg: RunConfig) -> bool | None:
 
 def advise(f: Finding, s: Situation) -> list[Suggestion]:
     cfg = s.config
-    x = float(f.evidence["layout_transpose_pct"]) / 100.0 * s.shares["compute"]
+    if f.measured is None:
+        return []
+    x = f.measured * s.shares["compute"]
     if x <= 0:
         return []
     g = Gain.of(
         removed(x * POINT_REMOVED),
         1.0,
         removed(x),
-        f"layout conversions are {x:.0%} of step time ({f.evidence['layout_transpose_pct']}% "
-        f"of GPU compute); {POINT_REMOVED:.0%} of them removed at the point, all at most "
-        "(not measured)",
+        f"layout conversions are {shown(f.measured) * s.shares['compute']:.0%} of step time "
+        f"({pct(f.measured)}% of GPU compute); {POINT_REMOVED:.0%} of them removed at the "
+        "point, all at most (not measured)",
     )
     # the same change offered by another finding is listed once, there (its gain covers more)
     offered = {k for k, rule in OFFERED_BY.items() if s.has(rule)}
@@ -108,9 +111,9 @@ def _remedies(cfg: RunConfig) -> list[tuple[str, str, str]]:
     """The remedies that fit the framework, the GPU and the precision, none already in place."""
     half = cfg.precision not in (None, "float32")
     tc = _tensor_cores(cfg)
-    if api(cfg) == "jax":
+    if dialect(cfg) == "jax":
         return []  # XLA already chooses the layouts; no Keras or PyTorch knob applies
-    if api(cfg) == "pytorch":
+    if dialect(cfg) == "pytorch":
         return [
             (
                 "channels-last",

@@ -15,7 +15,7 @@ work for more SMs), or fewer, larger kernels (kernel-launch-bound's remedy, wher
 from __future__ import annotations
 
 from gpudiag.analyze.diagnosis import Finding, Suggestion
-from gpudiag.analyze.evidence import RankEvidence, Situation
+from gpudiag.analyze.evidence import RankEvidence, Situation, shown
 from gpudiag.analyze.gain import Gain
 from gpudiag.analyze.gpm import gpm_facts
 from gpudiag.analyze.needs import Needs, OneOf
@@ -48,13 +48,14 @@ def detect(ev: RankEvidence) -> Finding | None:
         f"(GPM, median of {facts.samples} readings{util}): launch- or size-bound",
         {"compute_share_pct": round(100 * ev.shares["compute"], 1), **facts.evidence()},
         "counters",
+        measured=active / 100.0,
     )
 
 
 def advise(f: Finding, s: Situation) -> list[Suggestion]:
     if s.has("small-batch"):
         return []  # small-batch proposes its 4x batch
-    active = float(f.evidence.get("sm_active_pct") or SM_ACTIVE_LOW) / 100.0
+    active = f.measured if f.measured is not None else SM_ACTIVE_LOW / 100.0
     k = BATCH_FACTOR
     c = s.shares["compute"]
     # at best each kernel does k times the work in the time it takes now (idle SMs absorb
@@ -65,8 +66,8 @@ def advise(f: Finding, s: Situation) -> list[Suggestion]:
         high**0.5,
         1.0,
         high,
-        f"SMs active {active:.0%} while compute is {c:.0%} of the step: a {k}× batch can fill "
-        f"idle SMs ({fill:.1f}× per sample at most; not measured; the point halfway)",
+        f"SMs active {shown(active):.0%} while compute is {c:.0%} of the step: a {k}× batch can "
+        f"fill idle SMs ({fill:.1f}× per sample at most; not measured; the point halfway)",
     )
     per = s.config.per_replica_batch
     size = f"batch_size={int(per) * k}" if per else f"a {k}× batch"

@@ -23,6 +23,7 @@ from gpudiag.analyze.needs import Needs
 from gpudiag.trace.timeline import Timeline
 
 ID = "memory-growth"
+SHOWN_FIRST = "keeps-alive"  # shown for the crash it prevents, not for speed
 NEEDS = {"find-memory-growth": Needs()}
 MIN_EPOCHS = 3  # readings after the first epoch: two points make a line, three a trend
 MIN_GROWTH_MIB = 64.0  # less is allocator rounding and caches settling

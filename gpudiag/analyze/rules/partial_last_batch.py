@@ -32,6 +32,7 @@ from gpudiag.trace.timeline import Timeline
 ID = "partial-last-batch"
 NEEDS = {"drop-remainder": Needs()}
 KIND = "lint"  # reads only the RunConfig: judged once, before the first step
+SHOWN_FIRST = "correctness"  # uneven or failing last steps: its fix leads, whatever the gain
 # compiled functions that are not the training step (their batch is the evaluation's)
 NOT_TRAINING = ("test", "predict", "eval")
 JIT_WRAPPER = re.compile(r"^(?:p?jit|pmap)\((.*)\)$")  # JAX's "jit(train_step)": train_step

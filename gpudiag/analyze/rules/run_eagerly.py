@@ -17,7 +17,7 @@ Not raised on the torch backend: Keras runs torch eagerly whatever ``run_eagerly
 from __future__ import annotations
 
 from gpudiag.analyze.diagnosis import Finding, Suggestion
-from gpudiag.analyze.evidence import PYTHON_FED, RankEvidence, Situation, pct
+from gpudiag.analyze.evidence import PYTHON_FED, RankEvidence, Situation, pct, shown
 from gpudiag.analyze.gain import Gain, removed
 from gpudiag.analyze.needs import Needs, OneOf
 from gpudiag.trace.runconfig import RunConfig
@@ -81,17 +81,18 @@ def refine(f: Finding | None, ev: RankEvidence) -> Finding | None:
             "ops_share_pct": pct(b.shares["compute"]),
         },
         f.source,
+        measured=dispatch,
     )
 
 
 def advise(f: Finding, s: Situation) -> list[Suggestion]:
-    share = f.evidence.get("dispatch_share_pct")
+    share = f.measured
     fw = "tf.function" if s.config.framework == "tensorflow" else "jax.jit"
     detail = (
         "model.compile(..., run_eagerly=False), the default: Keras then runs the step as one "
         f"compiled program ({fw}) instead of dispatching each op from Python."
     )
-    if not isinstance(share, int | float):  # before the first step: not measured yet
+    if share is None:  # before the first step: not measured yet
         g = Gain.of(
             1.0,
             1.0,
@@ -102,13 +103,13 @@ def advise(f: Finding, s: Situation) -> list[Suggestion]:
         return [
             g.suggestion("Run the step compiled (run_eagerly=False)", detail, ID, "compile-step")
         ]
-    d = float(share) / 100
+    d = share
     lo, mid, hi = (removed(d * x) for x in REMOVED)
     g = Gain.of(
         mid,
         lo,
         hi,
-        f"{REMOVED[1]:.0%} of the op-by-op dispatch ({d:.0%} of the step) removed by "
+        f"{REMOVED[1]:.0%} of the op-by-op dispatch ({shown(d):.0%} of the step) removed by "
         "compiled execution; all of it at most",
     )
     return [g.suggestion("Run the step compiled (run_eagerly=False)", detail, ID, "compile-step")]

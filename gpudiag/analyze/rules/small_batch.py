@@ -11,6 +11,7 @@ learning rate scaled); not raised from 32 samples per replica, on several replic
 
 from __future__ import annotations
 
+from gpudiag.analyze import thresholds as T
 from gpudiag.analyze.diagnosis import Finding, Suggestion
 from gpudiag.analyze.evidence import RankEvidence, Situation
 from gpudiag.analyze.gain import Gain, batch_scaled
@@ -20,7 +21,6 @@ ID = "small-batch"
 # a training batch (with its learning rate); serving batches are another remedy
 NEEDS = {"bigger-batch": Needs(requires={"training": OneOf(True)})}
 SMALL_BATCH = 32  # per-replica batches below this under-use a device (docs/thresholds.md)
-COMPUTE_SHARE = 0.6  # the device must be the bottleneck: input/sync remedies come first
 FACTOR = 4  # the batch growth the advice proposes
 
 
@@ -31,7 +31,7 @@ def detect(ev: RankEvidence) -> Finding | None:
         return None
     if cfg.training is False:
         return None  # no training-batch advice on an inference trace
-    if b.shares["compute"] < COMPUTE_SHARE:
+    if b.shares["compute"] < T.COMPUTE_DOMINANT:
         return None
     evidence: dict[str, object] = {
         "batch": int(per),

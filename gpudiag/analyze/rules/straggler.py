@@ -12,7 +12,9 @@ Example: "The other ranks wait for rank 3: 20% of their step (2.1 ms) in the col
 within a process "GPU 1 is consistently slower than the others (30%)". Fix: investigate it:
 its data shard, host load, thermal throttling, NIC/NVLink placement.
 
-    f = find_straggler({"rank 0": [10.1, 10.0, 9.9], "rank 1": [13.0, 12.8, 13.1]})
+    >>> f = find_straggler({"rank 0": [10.1, 10.0, 9.9], "rank 1": [13.0, 12.8, 13.1]})
+    >>> f.title, f.severity
+    ('rank 1 is consistently slower than the others (29%)', 'high')
 """
 
 from __future__ import annotations
@@ -23,12 +25,15 @@ import numpy as np
 
 from gpudiag.analyze import thresholds as T
 from gpudiag.analyze.diagnosis import Finding, Suggestion
-from gpudiag.analyze.evidence import RunEvidence, Situation
+from gpudiag.analyze.evidence import RunEvidence, Situation, pct, shown
 from gpudiag.analyze.gain import Gain, removed
 from gpudiag.analyze.needs import Needs
 
 ID = "straggler"
 NEEDS = {"investigate-straggler": Needs()}
+# a rank this much slower than the median of the others sets the whole run a quarter
+# slower than it could go: high severity
+SLOWDOWN_HIGH = 0.25
 
 
 def detect_run(run: RunEvidence) -> Finding | None:
@@ -46,19 +51,24 @@ def detect_run(run: RunEvidence) -> Finding | None:
 
 
 def advise(f: Finding, s: Situation) -> list[Suggestion]:
-    slow = float(f.evidence.get("median_slowdown_pct", 0.0)) / 100
-    wait = f.evidence.get("others_wait_share_pct")
-    if isinstance(wait, int | float):
+    if f.measured is None:
+        return []
+    if "others_wait_share_pct" in f.evidence:  # across ranks: measured is the others' wait
         # the others stop waiting for it: their wait share disappears
+        wait = f.measured
         g = Gain.of(
-            removed(wait / 100),
+            removed(wait),
             1.0,
-            removed(wait / 100),
-            f"the other ranks wait {wait:.0f}% of their step for it",
+            removed(wait),
+            f"the other ranks wait {pct(wait):.0f}% of their step for it",
         )
-    else:
+    else:  # within a process: measured is its slowdown against the median of the others
+        slow = f.measured
         g = Gain.of(
-            1.0 + slow, 1.0, 1.0 + slow, f"the straggler is {slow:.0%} slower than the median rank"
+            1.0 + slow,
+            1.0,
+            1.0 + slow,
+            f"the straggler is {shown(slow):.0%} slower than the median rank",
         )
     return [
         g.suggestion(
@@ -100,7 +110,7 @@ def find_straggler(work_us: Mapping[str, Sequence[float] | np.ndarray]) -> Findi
     worst = float(slow[i])
     return Finding(
         id="straggler",
-        severity="high" if worst >= 0.25 else "moderate",
+        severity="high" if worst >= SLOWDOWN_HIGH else "moderate",
         title=f"{names[i]} is consistently slower than the others ({100 * worst:.0f}%)",
         evidence={
             "straggler": names[i],
@@ -109,6 +119,7 @@ def find_straggler(work_us: Mapping[str, Sequence[float] | np.ndarray]) -> Findi
             "steps_compared": int(cols.size),
             "entities": len(names),
         },
+        measured=worst,
     )
 
 

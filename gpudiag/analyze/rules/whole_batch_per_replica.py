@@ -23,7 +23,7 @@ from gpudiag.analyze.diagnosis import Finding, Suggestion
 from gpudiag.analyze.evidence import RankEvidence, Situation
 from gpudiag.analyze.gain import Gain, removed
 from gpudiag.analyze.needs import Needs
-from gpudiag.analyze.wording import api
+from gpudiag.analyze.wording import dialect
 from gpudiag.trace.timeline import Timeline
 
 ID = "whole-batch-per-replica"
@@ -94,7 +94,7 @@ def advise(f: Finding, s: Situation) -> list[Suggestion]:
         f"{waste:.0%} of the copied bytes are surplus; exposed copies are "
         f"{s.shares['transfer']:.0%} of step time (hidden copies gain nothing; not measured)",
     )
-    if api(s.config) == "pytorch":
+    if dialect(s.config) == "pytorch":
         title, detail = (
             "Give each GPU only its shard of the batch",
             "Use DistributedDataParallel with a DistributedSampler (one process per GPU, "

@@ -10,6 +10,7 @@ here: jit_compile made a small conv net 0.74× as fast and a small MLP slower).
 
 from __future__ import annotations
 
+from gpudiag.analyze import thresholds as T
 from gpudiag.analyze.diagnosis import Finding, Suggestion
 from gpudiag.analyze.evidence import RankEvidence, Situation, pct
 from gpudiag.analyze.gain import Gain, removed
@@ -23,7 +24,6 @@ NEEDS = {
         check={"keras": "that Keras's fit runs this loop (else: tf.function(jit_compile=True))"},
     )
 }
-COMPUTE_SHARE = 0.6  # fusion only pays where compute dominates
 FUSION_SAVING = (0.05, 0.15, 0.30)  # share of compute XLA saves: low / point / high
 
 
@@ -33,7 +33,7 @@ def detect(ev: RankEvidence) -> Finding | None:
         return None
     if cfg.jit_compile is not False or cfg.framework not in ("tensorflow", "torch"):
         return None  # on (or unknown, or JAX, which always compiles with XLA)
-    if b.shares["compute"] < COMPUTE_SHARE:
+    if b.shares["compute"] < T.COMPUTE_DOMINANT:
         return None
     return Finding(
         ID,

@@ -1,4 +1,4 @@
-"""Pre-fit findings: what the run's configuration alone shows, judged before the first step.
+"""The lints: findings the run's configuration alone shows, judged before the first step.
 
 TensorFlow can fail on step one (a global batch that does not divide by the replicas), so
 the callback must be able to say why before training starts. The rules that need only the
@@ -6,10 +6,14 @@ the callback must be able to say why before training starts. The rules that need
 the callback prints them, records them in the trace, and hands them to ``diagnose`` so the
 report carries the very findings that were printed. Pure: no I/O.
 
-    pre = judge(config)
-    pre.findings          # [Finding], source "lint"
-    pre.recorded()        # [RecordedFinding] with their fixes, for the trace
-    diagnose([summary], prefit=pre.findings)
+    >>> from gpudiag.trace.runconfig import RunConfig
+    >>> lints = judge(RunConfig(global_batch=98, replicas=4))
+    >>> [(f.id, f.source) for f in lints.findings]
+    [('batch-not-multiple-of-replicas', 'lint')]
+    >>> lints.recorded()[0].fix[:40]      # recorded with its fix, for the trace
+    'Use a global batch of 96 or 100 (per-rep'
+
+``diagnose([summary], lints=lints.findings)`` then reports the very findings printed.
 """
 
 from __future__ import annotations
@@ -19,12 +23,14 @@ from dataclasses import dataclass, field
 from gpudiag.analyze import rules
 from gpudiag.analyze.breakdown import empty_shares
 from gpudiag.analyze.diagnosis import Finding
+from gpudiag.analyze.evidence import HostFacts, Situation
+from gpudiag.analyze.ranking import advise
 from gpudiag.trace.runconfig import RunConfig
 from gpudiag.trace.timeline import RecordedFinding
 
 
 @dataclass
-class PreFit:
+class Lints:
     """The findings of one configuration and the fix each one's remedy names."""
 
     config: RunConfig
@@ -45,10 +51,10 @@ class PreFit:
         ]
 
 
-def judge(config: RunConfig) -> PreFit:
+def judge(config: RunConfig) -> Lints:
     """Judge the configuration-only rules. The fixes come from the rules' own remedies,
     chosen with no measurement yet (every share zero, verdict inconclusive)."""
     found = rules.lint(config)
-    situation = rules.Situation(empty_shares(), "inconclusive", config, rules.HostFacts())
-    fixes = {s.finding: s.detail for s in rules.advise(found, situation)}
-    return PreFit(config, found, fixes)
+    situation = Situation(empty_shares(), "inconclusive", config, HostFacts())
+    fixes = {s.finding: s.detail for s in advise(found, situation)}
+    return Lints(config, found, fixes)

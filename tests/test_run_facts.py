@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from gpudiag.analyze import rules
-from gpudiag.record.lint import InputFacts, describe_input, run_config
+from gpudiag.record.run_facts import InputFacts, describe_input, run_config
 
 
 def lint(facts, replicas=1, params=None, has_batchnorm=False):

@@ -1,4 +1,4 @@
-"""Pre-fit findings (analyze/prefit.py): judged once per configuration, printed once,
+"""Lints (analyze/lints.py): judged once per configuration, printed once,
 recorded with their fixes, and handed to ``diagnose``."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import pytest
 
 from gpudiag.analyze import diagnose
 from gpudiag.analyze.diagnosis import Finding
-from gpudiag.analyze.prefit import judge
+from gpudiag.analyze.lints import judge
 from gpudiag.trace.runconfig import RunConfig
 from gpudiag.trace.timeline import Timeline
 
@@ -23,7 +23,7 @@ def test_judge_names_the_fix_of_each_finding():
 
 def test_diagnose_takes_the_handed_findings_for_a_trace_without_configuration():
     pre = [Finding("sequential-map", "moderate", "1 tf.data map(s) run sequentially", {}, "lint")]
-    assert "sequential-map" in [f.id for f in diagnose([Timeline()], prefit=pre).findings]
+    assert "sequential-map" in [f.id for f in diagnose([Timeline()], lints=pre).findings]
     assert "sequential-map" not in [f.id for f in diagnose([Timeline()]).findings]
 
 
@@ -43,12 +43,12 @@ def test_diagnose_never_judges_the_lints_again_when_handed_them(monkeypatch):
     pre = judge(cfg).findings
     monkeypatch.setattr(rules, "lint", lambda config: pytest.fail("lints judged again"))
     # the recorder judged the configuration before the first step: its verdict stands
-    assert "python-generator" not in diagnose([_recorded(cfg, 0.5)], prefit=[]).finding_ids
-    found = {f.id: f for f in diagnose([_recorded(cfg, 0.5)], prefit=pre).findings}
+    assert "python-generator" not in diagnose([_recorded(cfg, 0.5)], lints=[]).finding_ids
+    found = {f.id: f for f in diagnose([_recorded(cfg, 0.5)], lints=pre).findings}
     # the trace still refines the lint: the measured input share sets its severity
     f = found["python-generator"]
     assert (f.severity, f.source, f.evidence["input_share_pct"]) == ("high", "trace", 50.0)
-    low = {f.id: f for f in diagnose([_recorded(cfg, 0.1)], prefit=pre).findings}
+    low = {f.id: f for f in diagnose([_recorded(cfg, 0.1)], lints=pre).findings}
     assert low["python-generator"].severity == "moderate"
     assert pre[0].severity == "moderate" and pre[0].source == "lint"  # handed ones untouched
 
@@ -71,11 +71,11 @@ def test_a_fit_judges_its_configuration_once_and_prints_it_once(tmp_path, monkey
     keras = pytest.importorskip("keras")
     tf = pytest.importorskip("tensorflow")
     from gpudiag import DiagnoseCallback
-    from gpudiag.analyze import prefit
+    from gpudiag.analyze import lints
 
     calls = []
-    real = prefit.rules.lint
-    monkeypatch.setattr(prefit.rules, "lint", lambda cfg: calls.append(cfg) or real(cfg))
+    real = lints.rules.lint
+    monkeypatch.setattr(lints.rules, "lint", lambda cfg: calls.append(cfg) or real(cfg))
     rng = np.random.default_rng(0)
     x = rng.normal(size=(160, 8)).astype("float32")
     y = rng.normal(size=(160, 1)).astype("float32")
@@ -90,5 +90,5 @@ def test_a_fit_judges_its_configuration_once_and_prints_it_once(tmp_path, monkey
     assert len(calls) == 1  # the same configuration before fit and when it begins
     assert err.count("checks before the first step") == 1
     assert "sequential-map" in err
-    assert [f.id for f in cb.lint_findings] == [f.id for f in cb.prefit.findings]
+    assert [f.id for f in cb.lint_findings] == [f.id for f in cb.lints.findings]
     assert "sequential-map" in cb.diagnosis.finding_ids
