@@ -21,13 +21,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Protocol, runtime_checkable
 
-from gpudiag.analyze import headroom, input_arrays, input_plan
+from gpudiag.analyze import batch_gate, headroom, input_arrays, input_plan
 from gpudiag.analyze.diagnosis import Finding, Suggestion
 from gpudiag.analyze.evidence import HostFacts, RankEvidence, RunEvidence, Situation
 from gpudiag.analyze.fit_gain import over_fit
 from gpudiag.analyze.needs import Needs, admit
 from gpudiag.analyze.rules import (
     allocator_stalls,
+    batch_callbacks,
     batch_not_multiple_of_replicas,
     communication_hidden,
     compute_bound_options,
@@ -35,12 +36,15 @@ from gpudiag.analyze.rules import (
     cpu_saturated,
     dataloader_in_main_process,
     dataloader_starved,
+    dense_embedding_updates,
     epoch_end_callbacks,
     epoch_start_wait,
     exposed_collectives,
+    float64_input,
     full_precision,
     gil_pressure,
     gpu_idle_gaps,
+    gpu_unused,
     gpus_held_idle,
     host_overhead,
     host_preprocessing,
@@ -52,18 +56,25 @@ from gpudiag.analyze.rules import (
     layout_transposes,
     low_sm_activity,
     memory_growth,
+    nccl_paths_off,
     no_prefetch,
+    op_determinism,
     partial_last_batch,
     python_generator,
     recompilation,
+    repeated_fit,
+    rnn_without_cudnn,
     run_eagerly,
     sequential_map,
+    slow_mixed_precision,
     slow_source,
     small_batch,
     small_model_multi_gpu,
     startup_heavy,
+    storage_wait,
     straggler,
     tensor_cores_idle,
+    threads_capped,
     untraced_time,
     validation_heavy,
     whole_batch_per_replica,
@@ -120,11 +131,19 @@ RANK_RULES: tuple[RankRule | LintRule, ...] = (
     partial_last_batch,
     recompilation,
     run_eagerly,
+    gpu_unused,
+    slow_mixed_precision,
+    dense_embedding_updates,
+    threads_capped,
+    rnn_without_cudnn,
+    op_determinism,
+    repeated_fit,
     cpu_contention,
     python_generator,
     sequential_map,
     no_prefetch,
     slow_source,
+    storage_wait,
     dataloader_in_main_process,
     dataloader_starved,
     gil_pressure,
@@ -132,7 +151,9 @@ RANK_RULES: tuple[RankRule | LintRule, ...] = (
     epoch_start_wait,
     cpu_saturated,
     whole_batch_per_replica,
+    float64_input,
     host_to_device_heavy,
+    nccl_paths_off,
     exposed_collectives,
     communication_hidden,
     small_model_multi_gpu,
@@ -145,6 +166,7 @@ RANK_RULES: tuple[RankRule | LintRule, ...] = (
     host_preprocessing,
     host_sync_stalls,
     validation_heavy,  # before host-overhead: its steps_per_execution counts both
+    batch_callbacks,
     host_overhead,
     small_batch,
     low_sm_activity,
@@ -167,7 +189,8 @@ UNESTIMATED_MIN_HIGH = 1.10  # an unestimated remedy is shown only if it could b
 CORRECTNESS = {"batch-not-multiple-of-replicas", "partial-last-batch"}
 FREES_RESOURCES = {"gpus-held-idle"}  # shown for what they free for others, not for speed
 KEEPS_ALIVE = {"memory-growth"}  # shown for the crash they prevent, not for speed
-ALWAYS_SHOWN = CORRECTNESS | FREES_RESOURCES | KEEPS_ALIVE  # shown first, whatever their gain
+SET_UP = {"gpu-unused"}  # a set-up to repair before anything else is worth measuring
+ALWAYS_SHOWN = CORRECTNESS | FREES_RESOURCES | KEEPS_ALIVE | SET_UP  # first, whatever the gain
 
 __all__ = [
     "LINT_RULES",
@@ -266,6 +289,8 @@ def advise_run(findings: list[Finding], s: Situation) -> Advice:
             continue
         for offered in (in_fits_keras(x, s.config) for x in rule.advise(f, s)):
             checked = admit(offered, needs.get(offered.remedy), facts)
+            if offered.remedy == batch_gate.BATCH_REMEDY and (held := batch_gate.held_by(s)):
+                checked = replace(checked, suggestion=None, withheld=held, source="")
             sug = checked.suggestion
             if sug is not None:  # a batch remedy: does the bigger batch fit in memory?
                 sug, too_big = headroom.attach(sug, s.memory, s.config)
