@@ -136,6 +136,7 @@ class SeriesHooks:
             "diagnosis": None,
             "summary": None,
             "made_at": -1,
+            "watchdog": None,  # one watchdog thread for the series' fits
         }
         self._series = series
         if self._report_wanted():
@@ -157,22 +158,30 @@ class SeriesHooks:
         self.prefit = series.owner["prefit"]  # type: ignore[attr-defined]
         session.resume(windows=not self._tiny())
         token = self._run_token
-        self._watchdog = FitWatchdog(
-            self,
-            finish=lambda cb: cb._lost(token),
-            running=lambda cb: cb._session is not None and cb._run_token == token,
-        )
-        self._watchdog.start()
+        running = lambda cb: cb._session is not None and cb._run_token == token  # noqa: E731
+        finish = lambda cb: cb._lost(token)  # noqa: E731
+        dog = series.owner.get("watchdog")  # type: ignore[attr-defined]
+        if dog is None or not dog.rearm(self, running, finish):
+            if dog is not None:
+                dog.cancel()
+            dog = FitWatchdog(self, finish=finish, running=running)
+            dog.start()
+            series.owner["watchdog"] = dog  # type: ignore[attr-defined]
+        self._watchdog = dog
         return True
 
     def _pause(self) -> None:
         """This fit of the series ended: the recording stays open for the next."""
         session, self._session = self._session, None
         series = self._series
-        if self._watchdog is not None:
-            self._watchdog.cancel()
+        dog, self._watchdog = self._watchdog, None
         if session is None or series is None:
+            if dog is not None:
+                dog.cancel()
             return
+        if dog is not None:  # kept for the next fit of the series (closed with it)
+            dog.pause()
+            series.owner["watchdog"] = dog  # type: ignore[attr-defined]
         try:
             session.fit_config({"fits": series.fits})
             session.pause()
@@ -208,6 +217,9 @@ def _close_series(series: Series) -> None:
     """The loop is over: close the recording, and show the report where one is wanted."""
     own = series.owner  # type: ignore[attr-defined]
     session, series.session = series.session, None
+    dog = own.get("watchdog")
+    if dog is not None:
+        dog.cancel()
     if session is None:
         return
     say = own["say"]

@@ -29,6 +29,7 @@ from typing import Any
 SERIES_GAP_S = 30.0
 # no fit for this long after a pause: the loop is over, the series is closed
 IDLE_CLOSE_S = 30.0
+IDLE_POLL_S = 1.0  # how often the series' idle check looks (a pause is never timed per fit)
 
 _LOCK = threading.RLock()
 _LAST: dict[str, Any] = {}  # "model": weakref of the last fit's model, "ended": monotonic time
@@ -51,7 +52,8 @@ class Series:
         self.fits = 1  # fits recorded in this series (the one running counts)
         self.closed = False
         self._close = close
-        self._timer: threading.Timer | None = None
+        self.paused_at: float | None = None  # monotonic time of the last pause; None: a fit runs
+        self._idle: threading.Thread | None = None  # one idle check per series, not per fit
 
     def pause(self) -> None:
         """This fit ended: keep the recording for the next one, closed if none comes."""
@@ -61,28 +63,39 @@ class Series:
             if self.closed:
                 return
             _OPEN = self
-            self._arm()
+            self.paused_at = time.monotonic()
+            if self._idle is None:
+                self._idle = threading.Thread(
+                    target=self._close_when_idle, name="gpudiag-series", daemon=True
+                )
+                self._idle.start()
 
-    def _arm(self) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-        timer = threading.Timer(IDLE_CLOSE_S, self.close)
-        timer.daemon = True
-        self._timer = timer
-        timer.start()
+    def _close_when_idle(self) -> None:
+        while not self.closed:
+            time.sleep(IDLE_POLL_S)
+            with _LOCK:  # a fit claiming the series now wins: it is no longer paused
+                paused = self.paused_at
+                idle = paused is not None and time.monotonic() - paused >= IDLE_CLOSE_S
+                taken = idle and self._take()
+            if taken:
+                self._close(self)
 
     def close(self) -> None:
         """End the series (idempotent): the recording closed by ``close`` given at start."""
-        global _OPEN
         with _LOCK:
-            if self.closed:
-                return
-            self.closed = True
-            if _OPEN is self:
-                _OPEN = None
-            if self._timer is not None:
-                self._timer.cancel()
-        self._close(self)
+            taken = self._take()
+        if taken:
+            self._close(self)
+
+    def _take(self) -> bool:
+        """Mark the series closed (under ``_LOCK``); False where it already was."""
+        global _OPEN
+        if self.closed:
+            return False
+        self.closed = True
+        if _OPEN is self:
+            _OPEN = None
+        return True
 
 
 def recent(model: Any) -> bool:
@@ -108,8 +121,7 @@ def claim(model: Any) -> Series | None:
             return None
         if series.model() is model and recent(model):
             _OPEN = None
-            if series._timer is not None:
-                series._timer.cancel()
+            series.paused_at = None
             series.fits += 1
             return series
     series.close()
