@@ -22,7 +22,8 @@ Method (docs/remedies.md):
 DiagnoseCallback, and sets ``gpudiag compare``'s figure beside the wall clock's.
 The remedies of the whole fit (validation, epoch-end callbacks, each epoch's first-batch
 wait, worker pools started every epoch) act outside the steps: their scenarios
-(``fit_gains.py``, listed here too) time the fit's wall time instead.
+(``fit_gains.py``, listed here too) time the fit's wall time instead; the remedies for the
+field's causes (docs/causes.md) are ``cause_gains.py``'s scenarios, listed here too.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from typing import Any
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import cause_gains  # noqa: E402  (beside this file: the field's causes, docs/causes.md)
 import fit_gains  # noqa: E402  (beside this file: the fit-level scenarios)
 import fix_compile  # noqa: E402  (compilation scenarios: benchmarks/fix_compile.py)
 
@@ -482,12 +484,14 @@ def main() -> int:
         print("RESULT " + json.dumps(res), flush=True)
         os._exit(0)  # TF can hang at exit
     if args.list:
-        for k, v in {**SCENARIOS, **fit_gains.SCENARIOS}.items():
+        causes = {k: v[0] for k, v in cause_gains.SCENARIOS.items()}
+        for k, v in {**SCENARIOS, **fit_gains.SCENARIOS, **causes}.items():
             print(f"{k:12s} {v}")
         return 0
-    names = args.scenarios or [*SCENARIOS, *fit_gains.SCENARIOS]
+    names = args.scenarios or [*SCENARIOS, *fit_gains.SCENARIOS, *cause_gains.SCENARIOS]
     fit_names = [n for n in names if n in fit_gains.SCENARIOS]
-    names = [n for n in names if n not in fit_gains.SCENARIOS]
+    cause_names = [n for n in names if n in cause_gains.SCENARIOS]
+    names = [n for n in names if n not in fit_gains.SCENARIOS and n not in cause_gains.SCENARIOS]
     for n in names:
         if n not in SCENARIOS:
             print(f"fix_gains: unknown scenario {n!r} (--list)", file=sys.stderr)
@@ -517,6 +521,8 @@ def main() -> int:
     print(f"({time.time() - t0:.0f} s; {args.reps} interleaved repetitions, median)")
     if fit_names:  # the whole fit's remedies: the fit's wall time before and after
         fit_gains.main(fit_names, args.reps)
+    if cause_names:  # the field's causes: the step or the fit, whichever the remedy acts on
+        cause_gains.main(cause_names, args.reps)
     return 0
 
 

@@ -29,7 +29,9 @@ import keras
 
 from gpudiag.analyze.lints import Lints, judge
 from gpudiag.analyze.thresholds import GIL_BURST_S
-from gpudiag.record.fit_clock import find_callbacks
+from gpudiag.fit_loop import SeriesHooks
+from gpudiag.record import fit_series
+from gpudiag.record.fit_clock import find_callback_list
 from gpudiag.record.fit_config import fit_config
 from gpudiag.record.fit_input import fit_locals
 from gpudiag.record.generation import Keras2Hooks, Keras3, generation_of
@@ -55,7 +57,7 @@ DEFAULT_PROFILE_WINDOWS = 8
 GIL_PERIOD_S = 10.0
 
 
-class DiagnoseCallback(Keras2Hooks, keras.callbacks.Callback):
+class DiagnoseCallback(SeriesHooks, Keras2Hooks, keras.callbacks.Callback):
     """Record a Keras run and print a diagnosis when it ends.
 
     Args:
@@ -128,7 +130,8 @@ class DiagnoseCallback(Keras2Hooks, keras.callbacks.Callback):
         self.profile_dir = profile_dir
         self.report = report
         self.html = html
-        self.diagnosis: Any = None
+        self._init_series()  # fits in a loop (fit_loop.py); the diagnosis made when asked
+        self._tensorboard: list[Any] = []  # the fit's callback list, where it has TensorBoard
         self.lints = Lints(RunConfig())
         self.config = self.lints.config  # what the run already does; in the trace header
         self._window_facts = WindowFacts()  # kernel time and copied bytes, all windows
@@ -176,7 +179,8 @@ class DiagnoseCallback(Keras2Hooks, keras.callbacks.Callback):
             self._run_token += 1
             self.windows_taken = []
         try:
-            self._begin()
+            if not self._resume():  # the next fit of a series continues its recording
+                self._begin()
             self._time_callbacks(began_us)
         except Exception as e:  # gpudiag must never break training
             self._say(f"gpudiag: recording disabled ({type(e).__name__}: {e})")
@@ -211,7 +215,9 @@ class DiagnoseCallback(Keras2Hooks, keras.callbacks.Callback):
 
     def on_train_end(self, logs: dict[str, Any] | None = None) -> None:
         with self._lock:
-            if self._session is not None:
+            if self._session is not None and self._series is not None:
+                self._pause()  # a fit of a series: the next one continues the recording
+            elif self._session is not None:
                 self._finish(abnormal=False)
 
     # ---- begin ---------------------------------------------------------------------------
@@ -250,6 +256,7 @@ class DiagnoseCallback(Keras2Hooks, keras.callbacks.Callback):
         )
         steps = (self.params or {}).get("steps")
         per_epoch = steps if isinstance(steps, int) else None
+        in_loop = fit_series.recent(self.model)  # fit called again on this model
         schedule, in_epoch, note = plan_windows(
             self.profile,
             self.profile_start,
@@ -258,6 +265,7 @@ class DiagnoseCallback(Keras2Hooks, keras.callbacks.Callback):
             per_epoch,
             backend.profile_off_reason(info.multi_worker),
             steps_per_execution(self.model),
+            self._fit_steps() if in_loop else None,
         )
         self._session = start_session(
             self.trace_path,
@@ -277,6 +285,8 @@ class DiagnoseCallback(Keras2Hooks, keras.callbacks.Callback):
         )
         self._session.decoder.facts = self._window_facts
         self.windows_taken = self._session.windows_taken
+        if in_loop:  # fit in a loop: one recording from here on
+            self._start_series(self._session)
         token = self._run_token
         self._watchdog = FitWatchdog(
             self,
@@ -286,14 +296,16 @@ class DiagnoseCallback(Keras2Hooks, keras.callbacks.Callback):
         self._watchdog.start()
 
     def _time_callbacks(self, began_us: float) -> None:
-        """When the fit began, and the other callbacks' epoch hooks timed (fit_clock.py)."""
+        """When the fit began, and the other callbacks' hooks timed (fit_clock.py)."""
         session = self._session
         if session is None:
             return
-        callbacks = find_callbacks(self)
-        if callbacks is not None:
-            facts = session.clock.attach(callbacks, me=self)
+        found = find_callback_list(self)
+        if found is not None:
+            cbs, sync = found
+            facts = session.clock.attach(cbs, me=self, model=self.model, batch_end_sync=sync)
             session.writer.update_meta(extra={"callbacks": facts})
+            self._tensorboard = [cbs] if any(f["class"] == "TensorBoard" for f in facts) else []
         session.fit_begin(began_us)
 
     def _disk_problem(self, why: str) -> None:
@@ -369,29 +381,7 @@ class DiagnoseCallback(Keras2Hooks, keras.callbacks.Callback):
                     f"gpudiag: {path} vanished during the run; the report below is "
                     "from what was recorded in memory"
                 )
-            from gpudiag.analyze import diagnose
-
-            self.diagnosis = diagnose([summary], lints=self.lints.findings)
-            steps = (self.params or {}).get("steps")
-            end = run_end.RunEnd(
-                self.diagnosis,
-                path,
-                html=self.html,
-                wanted=(
-                    self.report
-                    if self.report is not None
-                    else (self.params or {}).get("verbose", 1) != 0
-                ),
-                rank=self.rank_info,
-                forced=self.report is not None,
-                steps_per_epoch=steps if isinstance(steps, int) else None,
-            )
-            run_end.share(end, self._say, run_end.callback_lists_of(self))
-            self.overhead["end_s"] = time.perf_counter() - t0
-            if abnormal:
-                run_end.stopped_early(path, self._say)
-            else:
-                run_end.report(end, self._say)
+            self._show_end(summary, path, abnormal, t0)
         except Exception as e:
             self._say(f"gpudiag: could not finish the diagnosis ({type(e).__name__}: {e})")
         finally:

@@ -201,6 +201,8 @@ def test_a_python_map_is_data_starved_as_under_keras_3(tmp_path):
     assert config2.pop("keras_generation") == 2 and "keras_generation" not in config3
     assert config2.pop("keras_version").startswith("2.")
     assert config3.pop("keras_version").startswith("3.")
+    # the optimizer's name scope in the graph, as each generation names it
+    assert (config2.pop("optimizer_scope"), config3.pop("optimizer_scope")) == ("Adam", "adam")
     assert config2 == config3
     # the trace read back by `gpudiag analyze` gives the diagnosis given at the end of fit
     assert analyzed_again(two) == d2

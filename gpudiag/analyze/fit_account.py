@@ -25,6 +25,7 @@ compilation and warm-up, counted with the start-up.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,13 +38,25 @@ from gpudiag.trace.intervals import Intervals, subtract, union_many
 from gpudiag.trace.timeline import Timeline
 
 # the parts, in the order the report draws them, and their labels
-PARTS = ("steps", "validation", "callbacks", "epoch_start", "startup", "gpudiag", "other")
+PARTS = (
+    "steps",
+    "validation",
+    "callbacks",
+    "batch_callbacks",
+    "epoch_start",
+    "startup",
+    "between_fits",
+    "gpudiag",
+    "other",
+)
 PART_LABELS = {
     "steps": "training steps",
     "validation": "validation",
     "callbacks": "epoch-end callbacks",
+    "batch_callbacks": "per-batch callbacks",
     "epoch_start": "epoch starts (first-batch wait)",
     "startup": "start-up and compilation",
+    "between_fits": "between fits",
     "gpudiag": "gpudiag",
     "other": "other",
 }
@@ -80,6 +93,9 @@ class FitAccount:
     callbacks: dict[str, float] = field(default_factory=dict)  # seconds by class, timed
     callbacks_timed: bool = False
     callback_facts: list[dict[str, Any]] = field(default_factory=list)
+    # the other callbacks' per-batch hooks by class: seconds, calls, predict/evaluate inside
+    batch_callbacks: dict[str, dict[str, float]] = field(default_factory=dict)
+    fits: int = 1  # fit calls in the account (a series of fits in a loop: several)
 
     @property
     def shares(self) -> dict[str, float]:
@@ -106,13 +122,17 @@ class FitAccount:
             "validation_batches": self.validation_batches,
             "callbacks_s": {k: round(v, 3) for k, v in self.callbacks.items()},
             "callbacks_timed": self.callbacks_timed,
+            "batch_callbacks_s": {
+                k: round(float(v.get("s", 0.0)), 3) for k, v in self.batch_callbacks.items()
+            },
+            "fits": self.fits,
         }
 
 
 def fit_account(tl: Timeline) -> FitAccount:
     """The fit account of one timeline; ``measured=False`` where the trace holds no fit."""
     epochs = sorted(tl.spans.get("epoch", []))
-    fits = tl.spans.get("fit", [])
+    fits = sorted(tl.spans.get("fit", []))
     r = step_records(tl)
     if not (epochs or fits) or not len(r):
         return FitAccount(False, NOT_MEASURED)
@@ -154,7 +174,7 @@ def fit_account(tl: Timeline) -> FitAccount:
         pre[i] = _free(starts[i], float(r.start[first]), busy)
         fx[i] = _excess(r, first, m)
         lx[i] = _excess(r, last, m) if last != first else 0.0
-        nxt = starts[i + 1] if i + 1 < n_ep else f1
+        nxt = min(starts[i + 1] if i + 1 < n_ep else f1, _fit_end(fits, starts[i], f1))
         rem[i] = _free(float(r.end[last]), nxt, busy) if timed else 0.0
         if i == 0:
             warm = _warmup(r, idx, m)
@@ -179,13 +199,18 @@ def fit_account(tl: Timeline) -> FitAccount:
         one_off = float(start_part[0])
         start_part[0] = 0.0
         end_part[0] = 0.0
-    head = _free(f0, starts[0], theirs) if starts[0] > f0 else 0.0
+    head = _heads(fits, starts, theirs) if fits else _free(f0, starts[0], theirs)
+    batch = _batch_callbacks(tl)
+    steps_s = max(0.0, float(steady.sum()))
+    in_batch = min(steps_s, 1e6 * sum(float(v.get("s", 0.0)) for v in batch.values()))
     parts = {
-        "steps": max(0.0, float(steady.sum())),
+        "steps": steps_s - in_batch,  # the other callbacks' batch hooks run inside the steps
         "validation": subtract(evals.clip(f0, f1), own).total(),
-        "callbacks": calls.total() if timed else _untimed(r, of, starts, f1, busy),
+        "callbacks": calls.total() if timed else _untimed(r, of, starts, f1, busy, fits),
+        "batch_callbacks": in_batch,
         "epoch_start": float(start_part.sum() + end_part.sum()),
         "startup": head + one_off + warm,
+        "between_fits": _between(fits, own),
         "gpudiag": own.total(),
     }
     wall = max(f1 - f0, 1.0)
@@ -204,7 +229,56 @@ def fit_account(tl: Timeline) -> FitAccount:
         callbacks={k: v.total() / 1e6 for k, v in by_class.items() if v.total() > 0},
         callbacks_timed=timed,
         callback_facts=[f for f in facts if isinstance(f, dict)],
+        batch_callbacks=batch,
+        fits=max(1, len(fits)),
     )
+
+
+def _fit_end(fits: list[tuple[float, float]], t: float, default: float) -> float:
+    """The end of the fit that holds time ``t`` (the whole account's end where none)."""
+    for s, e in fits:
+        if s <= t <= e:
+            return e
+    return default
+
+
+def _heads(fits: list[tuple[float, float]], starts: list[float], theirs: Intervals) -> float:
+    """Each fit's time from its begin to its first epoch's, gpudiag's own taken out."""
+    out = 0.0
+    arr = np.array(starts)
+    for s, e in fits:
+        first = arr[(arr >= s) & (arr <= e)]
+        if first.size:
+            out += _free(s, float(first.min()), theirs)
+    return out
+
+
+def _between(fits: list[tuple[float, float]], own: Intervals) -> float:
+    """Time outside every fit of a series (the loop's own code and Keras's set-up of each
+    ``fit`` before its callbacks hear of it), gpudiag's own time taken out."""
+    out = 0.0
+    for (_, e0), (s1, _) in itertools.pairwise(fits):
+        if s1 > e0:
+            out += _free(e0, s1, own)
+    return out
+
+
+def _batch_callbacks(tl: Timeline) -> dict[str, dict[str, float]]:
+    """The other callbacks' per-batch totals the recorder wrote (record/fit_clock.py)."""
+    raw = tl.meta.extra.get("batch_callbacks")
+    if not isinstance(raw, dict):
+        return {}
+    out: dict[str, dict[str, float]] = {}
+    for name, row in raw.items():
+        if isinstance(row, dict):
+            vals = {
+                str(k): float(v)
+                for k, v in row.items()
+                if isinstance(v, int | float) and not isinstance(v, bool) and v >= 0
+            }
+            if vals.get("s", 0.0) > 0:
+                out[str(name)] = vals
+    return out
 
 
 def _cols(spans: list[tuple[float, float]]) -> tuple[list[float], list[float]]:
@@ -233,15 +307,21 @@ def _warmup(r: StepRecords, idx: np.ndarray, steady: float) -> float:
 
 
 def _untimed(
-    r: StepRecords, of: np.ndarray, starts: list[float], f1: float, busy: Intervals
+    r: StepRecords,
+    of: np.ndarray,
+    starts: list[float],
+    f1: float,
+    busy: Intervals,
+    fits: list[tuple[float, float]],
 ) -> float:
     """Without timed callbacks, the time between an epoch's last step and the next epoch
-    that validation and gpudiag do not explain is the epoch-end callbacks' (and Keras's)."""
+    (or its fit's end) that validation and gpudiag do not explain is the epoch-end
+    callbacks' (and Keras's)."""
     out = 0.0
     for i in range(len(starts)):
         idx = np.nonzero(of == i)[0]
         if idx.size:
-            nxt = starts[i + 1] if i + 1 < len(starts) else f1
+            nxt = min(starts[i + 1] if i + 1 < len(starts) else f1, _fit_end(fits, starts[i], f1))
             out += _free(float(r.end[idx[-1]]), nxt, busy)
     return out
 

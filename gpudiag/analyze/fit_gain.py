@@ -32,9 +32,17 @@ PART_NOTE = 0.05
 # xprof's bottleneck level, removing it is worth ≥ 1.18×
 EPOCH_START_SHARE = 0.15
 PART_HIGH = 0.35  # a third of the fit: a larger cost than most steps' own stalls
-RECURRING = ("validation", "callbacks", "epoch_start")
+RECURRING = ("validation", "callbacks", "batch_callbacks", "epoch_start", "between_fits")
 # the findings whose gains are already of the whole fit
-FIT_FINDINGS = frozenset({"validation-heavy", "epoch-end-callbacks", "epoch-start-wait"})
+FIT_FINDINGS = frozenset(
+    {
+        "validation-heavy",
+        "epoch-end-callbacks",
+        "epoch-start-wait",
+        "batch-callbacks",
+        "repeated-fit",
+    }
+)
 SHOWN_SHARE = 0.05  # parts named in the headline
 
 
@@ -68,12 +76,18 @@ def dividing(epochs: int) -> list[int]:
     return [k for k in range(2, epochs + 1) if epochs % k == 0]
 
 
+def recurring(acc: FitAccount) -> tuple[str, ...]:
+    """The parts that grow with the fit's length; in a series of fits each fit's start-up
+    recurs too."""
+    return RECURRING + (("startup",) if acc.fits > 1 else ())
+
+
 def steps_minority(acc: FitAccount | None) -> bool:
     """The steps are a minority of the fit and recurring parts hold the rest."""
     if acc is None or not acc.measured:
         return False
-    recurring = sum(acc.share(p) for p in RECURRING)
-    return acc.share("steps") < STEPS_MINORITY and recurring >= PART_SHARE
+    again = sum(acc.share(p) for p in recurring(acc))
+    return acc.share("steps") < STEPS_MINORITY and again >= PART_SHARE
 
 
 def headline(acc: FitAccount | None) -> str:
@@ -85,7 +99,8 @@ def headline(acc: FitAccount | None) -> str:
         key=lambda p: -acc.share(p),
     )
     named = ", ".join(f"{PART_LABELS[p]} {100 * acc.share(p):.0f}%" for p in others)
-    return f"training steps are {100 * acc.share('steps'):.0f}% of this fit" + (
+    whole = f"these {acc.fits} fits" if acc.fits > 1 else "this fit"
+    return f"training steps are {100 * acc.share('steps'):.0f}% of {whole}" + (
         f"; {named}" if named else ""
     )
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from gpudiag.analyze import headroom, input_arrays, input_plan
+from gpudiag.analyze import batch_gate, headroom, input_arrays, input_plan
 from gpudiag.analyze import thresholds as T
 from gpudiag.analyze.diagnosis import Finding, Suggestion
 from gpudiag.analyze.evidence import Situation
@@ -77,6 +77,8 @@ def advise_run(findings: list[Finding], s: Situation) -> Advice:
             continue
         for offered in (in_fits_keras(x, s.config) for x in rule.advise(f, s)):
             checked = admit(offered, needs.get(offered.remedy), facts)
+            if offered.remedy == batch_gate.BATCH_REMEDY and (held := batch_gate.held_by(s)):
+                checked = replace(checked, suggestion=None, withheld=held, source="")
             sug = checked.suggestion
             if sug is not None:  # a batch remedy: does the bigger batch fit in memory?
                 sug, too_big = headroom.attach(sug, s.memory, s.config)

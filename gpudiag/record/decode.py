@@ -16,6 +16,7 @@ import contextlib
 import os
 import queue
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -62,18 +63,28 @@ class WindowDecoder:
             self._queue.put(None)
             self._thread.join(timeout=timeout)
 
+    def wait_idle(self, timeout: float = 60.0) -> None:
+        """Wait (at most ``timeout``) until every window submitted so far is decoded: a
+        diagnosis taken while the recording goes on (fits in a loop) holds them."""
+        deadline = time.monotonic() + timeout
+        while self._queue.unfinished_tasks and time.monotonic() < deadline:
+            time.sleep(0.02)
+
     def _loop(self) -> None:
         with contextlib.suppress(Exception):
             os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 15)
         while True:
             window = self._queue.get()
-            if window is None:
-                return
-            burst_s = getattr(self.gil, "burst_s", None)
-            if burst_s:  # wait at most two bursts for the probe to be idle
-                self.gil.wait_idle(timeout=2 * burst_s)
-            with contextlib.suppress(Exception):  # never let a decode failure escape
-                self.decode(window)
+            try:
+                if window is None:
+                    return
+                burst_s = getattr(self.gil, "burst_s", None)
+                if burst_s:  # wait at most two bursts for the probe to be idle
+                    self.gil.wait_idle(timeout=2 * burst_s)
+                with contextlib.suppress(Exception):  # never let a decode failure escape
+                    self.decode(window)
+            finally:
+                self._queue.task_done()
 
     def decode(self, window: ProfilerWindow) -> None:
         """Decode one window into the writer (or note why it could not be)."""

@@ -1,16 +1,26 @@
 """The fit's own clock: gpudiag's time inside the fit's hooks, and the other callbacks' epoch
-hooks, timed where Keras lists them. What the fit account (``analyze/fit_account.py``) splits
-the time between epochs with, so that gpudiag's own work is never blamed on a user's callback.
+and batch hooks, timed where Keras lists them. What the fit account
+(``analyze/fit_account.py``) splits the fit's time with, so that gpudiag's own work is never
+blamed on a user's callback and a user's per-batch work is measured, not guessed.
 
     clock = FitClock(writer)
-    clock.attach(callback_list.callbacks, me=diagnose_callback)   # wraps their epoch hooks
+    clock.attach(callback_list.callbacks, me=diagnose_callback, model=model,
+                 batch_end_sync=True)                             # wraps their hooks
     clock.own("epoch_end", start_us, end_us)                      # gpudiag's own time
-    clock.detach()                                                # puts the hooks back
+    clock.batch_totals()    # {"ModelCheckpoint": {"s": 1.2, "calls": 96, ...}}
+    clock.detach()                                                # puts everything back
 
-A user's callback is timed by an instance attribute that wraps its bound ``on_epoch_begin`` /
-``on_epoch_end`` (only those it overrides): the call, its arguments, its result and its
-exceptions are the callback's own; ``detach`` removes the wrapper. Each call writes one
-``gpudiag.callback`` event (docs/trace-format.md), at most ``MAX_CALLBACK_EVENTS`` per fit.
+A user's callback is timed by an instance attribute that wraps its bound hooks (only those
+it overrides): the call, its arguments, its result and its exceptions are the callback's
+own; ``detach`` removes the wrapper. An epoch hook's call writes one ``gpudiag.callback``
+event (docs/trace-format.md), at most ``MAX_CALLBACK_EVENTS`` per fit. A batch hook's calls
+are summed per class (two clock reads per call, no event, no device wait: the hooks run on
+the training thread inside the step, where Keras already converted the logs for them); the
+totals go into the trace header (``batch_callbacks``) at each epoch's end. A batch-end hook
+is timed only where Keras calls it on the training thread (not ``async_safe`` callbacks,
+which it runs in a thread pool). While a batch hook runs, the model's ``predict`` and
+``evaluate`` are counted too (a callback that predicts every few batches pays their set-up
+each time): an instance attribute on the model, removed again by ``detach``.
 """
 
 from __future__ import annotations
@@ -26,6 +36,9 @@ from gpudiag.record.writer import TraceWriter
 from gpudiag.trace.gpudiag_format import CAT_CALLBACK, CAT_OWN
 
 TIMED_HOOKS = ("on_epoch_begin", "on_epoch_end")
+BATCH_BEGIN_HOOKS = ("on_train_batch_begin", "on_batch_begin")
+BATCH_END_HOOKS = ("on_train_batch_end", "on_batch_end")
+MODEL_CALLS = ("predict", "evaluate")  # counted while another callback's batch hook runs
 MAX_CALLBACK_EVENTS = 20_000  # a fit of 5,000 epochs with two timed callbacks
 _MISSING = object()
 
@@ -61,9 +74,17 @@ def callback_facts(cb: Any) -> dict[str, Any]:
 def find_callbacks(me: Any, depth: int = 4) -> list[Any] | None:
     """The callbacks of the fit that called ``me``: the ``CallbackList`` whose loop is the
     caller of ``on_train_begin`` (a plain method frame, read once). None when not found."""
+    found = find_callback_list(me, depth, skip=3)
+    return found[0] if found is not None else None
+
+
+def find_callback_list(me: Any, depth: int = 4, skip: int = 2) -> tuple[list[Any], bool] | None:
+    """``find_callbacks`` and whether Keras calls their batch-end hooks on the training
+    thread (its ``CallbackList`` dispatches them to a thread pool only where every user
+    callback is ``async_safe`` or leaves them alone)."""
     frame: FrameType | None
     try:
-        frame = sys._getframe(2)
+        frame = sys._getframe(skip)
     except ValueError:
         return None
     for _ in range(depth):
@@ -72,57 +93,112 @@ def find_callbacks(me: Any, depth: int = 4) -> list[Any] | None:
         owner = frame.f_locals.get("self")
         cbs = getattr(owner, "callbacks", None)
         if isinstance(cbs, list) and any(c is me for c in cbs):
-            return cbs
+            return cbs, not bool(getattr(owner, "_async_train", False))
         frame = frame.f_back
     return None
 
 
 class FitClock:
-    """gpudiag's own hook time and the other callbacks' epoch hooks, written as they happen."""
+    """gpudiag's own hook time and the other callbacks' hooks: epoch hooks written as they
+    happen, batch hooks summed per class."""
 
     def __init__(self, writer: TraceWriter) -> None:
         self.writer = writer
         self.wrapped: list[tuple[Any, str, Any, Callable[..., Any]]] = []
         self.events = 0
+        # per class: seconds, calls, and the model's predict/evaluate calls inside them
+        self.batch: dict[str, dict[str, float]] = {}
+        self._running: list[str] = []  # classes whose batch hooks run now, innermost last
 
     def own(self, hook: str, start_us: float, end_us: float) -> None:
         """gpudiag's own time in one of its hooks (never anybody else's)."""
         self.writer.span(hook, start_us, end_us, cat=CAT_OWN)
 
-    def attach(self, callbacks: list[Any], me: Any) -> list[dict[str, Any]]:
-        """Time the epoch hooks of every callback in ``callbacks`` but ``me``; returns their
-        facts (class, settings; ``timed``: whether a hook of it is timed)."""
+    def attach(
+        self,
+        callbacks: list[Any],
+        me: Any,
+        model: Any = None,
+        batch_end_sync: bool = True,
+    ) -> list[dict[str, Any]]:
+        """Time the epoch and batch hooks of every callback in ``callbacks`` but ``me``;
+        returns their facts (class, settings; ``timed``: an epoch hook of it is timed,
+        ``per_batch``: a batch hook). ``batch_end_sync``: Keras calls batch-end hooks on
+        the training thread (else they are not timed)."""
         facts = []
+        batch_hooks = BATCH_BEGIN_HOOKS + (BATCH_END_HOOKS if batch_end_sync else ())
         for cb in callbacks:
             if cb is me:
                 continue
             f = callback_facts(cb)
             for hook in TIMED_HOOKS:
-                if _overrides(cb, hook) and self._wrap(cb, hook):
+                if _overrides(cb, hook) and self._wrap(cb, hook, self._record):
                     f["timed"] = True
+            for hook in batch_hooks:
+                if _overrides(cb, hook) and self._wrap(cb, hook, self._add_batch):
+                    f["per_batch"] = True
             facts.append(f)
+        if model is not None and any(f.get("per_batch") for f in facts):
+            for call in MODEL_CALLS:
+                self._wrap(model, call, self._model_call, setter=object.__setattr__)
         return facts
 
-    def _wrap(self, cb: Any, hook: str) -> bool:
-        original = getattr(cb, hook)
-        name = type(cb).__name__
-        clock = self
+    def _wrap(
+        self,
+        obj: Any,
+        hook: str,
+        record: Callable[[str, str, float, float], None],
+        setter: Callable[[Any, str, Any], None] = setattr,
+    ) -> bool:
+        original = getattr(obj, hook)
+        name = type(obj).__name__
+        running = self._running
+        batch = record == self._add_batch
 
         def timed(*args: Any, **kwargs: Any) -> Any:
+            if batch and running and running[-1] == name:  # on_train_batch_end -> on_batch_end
+                return original(*args, **kwargs)
+            if batch:
+                running.append(name)
             t0 = now_us()
             try:
                 return original(*args, **kwargs)
             finally:
-                clock._record(name, hook, t0, now_us())
+                if batch:
+                    running.pop()
+                record(name, hook, t0, now_us())
 
         timed._gpudiag_timed = True  # type: ignore[attr-defined]
         try:
-            previous = cb.__dict__.get(hook, _MISSING)
-            setattr(cb, hook, timed)
+            previous = obj.__dict__.get(hook, _MISSING)
+            setter(obj, hook, timed)
         except Exception:  # slots, a property, a frozen object: left untimed
             return False
-        self.wrapped.append((cb, hook, previous, timed))
+        self.wrapped.append((obj, hook, previous, timed))
         return True
+
+    def _add_batch(self, name: str, hook: str, start_us: float, end_us: float) -> None:
+        """One batch hook's call, summed per class."""
+        row = self.batch.setdefault(name, {"s": 0.0, "calls": 0.0})
+        row["s"] += (end_us - start_us) / 1e6
+        row["calls"] += 1
+
+    def _model_call(self, name: str, hook: str, start_us: float, end_us: float) -> None:
+        """The model's predict/evaluate, counted against the batch hook running now."""
+        owner = self._running[-1] if self._running else None
+        if owner is None:
+            return
+        row = self.batch.setdefault(owner, {"s": 0.0, "calls": 0.0})
+        row[f"{hook}_calls"] = row.get(f"{hook}_calls", 0.0) + 1
+        row[f"{hook}_s"] = row.get(f"{hook}_s", 0.0) + (end_us - start_us) / 1e6
+
+    def batch_totals(self) -> dict[str, dict[str, float]]:
+        """Each class's batch hooks: seconds, calls, predict/evaluate calls and seconds."""
+        return {
+            k: {f: round(v, 4) if f.endswith("_s") or f == "s" else int(v) for f, v in row.items()}
+            for k, row in self.batch.items()
+            if row.get("calls")
+        }
 
     def _record(self, name: str, hook: str, start_us: float, end_us: float) -> None:
         if self.events >= MAX_CALLBACK_EVENTS:
@@ -142,3 +218,4 @@ class FitClock:
                     del cb.__dict__[hook]
                 else:
                     cb.__dict__[hook] = previous
+        self._running.clear()

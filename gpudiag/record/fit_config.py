@@ -2,8 +2,10 @@
 findings are judged on and the remedies checked against.
 
 The input given to fit (``record/fit_input.py``), the model's facts and compile options
-(``record/run_facts.py``), what the Keras generation reads its own way (``record/generation.py``),
-and what the backend says of the distribution: its strategy and, on JAX, the mesh.
+(``record/run_facts.py``, ``record/model_facts.py``), the runtime's settings
+(``record/runtime_facts.py``), what the Keras generation reads its own way
+(``record/generation.py``), and what the backend says of the distribution: its strategy
+and, on JAX, the mesh.
 
     config, facts, params = fit_config(model, dataset, replicas, gen, batch_rows)
 """
@@ -15,7 +17,9 @@ from typing import Any
 
 from gpudiag.record.fit_input import given_input
 from gpudiag.record.generation import Keras3
+from gpudiag.record.model_facts import model_run_facts
 from gpudiag.record.run_facts import InputFacts, model_facts, run_config
+from gpudiag.record.runtime_facts import runtime_facts
 from gpudiag.trace.runconfig import RunConfig
 
 
@@ -36,6 +40,8 @@ def fit_config(
         batch_size=batch_rows,
     )
     config.update(gen.config_fields(model))
+    config.update(model_run_facts(model))  # optimizer, embeddings, RNN layers off cuDNN
+    config.update(runtime_facts(config.framework))  # threads, determinism, GPUs listed
     # the facts remedies are checked against (analyze/needs.py): Keras drives this loop
     config.api, config.keras_version = "keras", gen.version
     with contextlib.suppress(Exception):

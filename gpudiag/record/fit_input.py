@@ -79,6 +79,7 @@ def _arrays(adapter: Any) -> InputFacts:
         samples=samples,
         drop_remainder=False,
         sample_bytes=_row_bytes(getattr(adapter, "_inputs", None)),
+        float64=_float64(getattr(adapter, "_inputs", None)),
         # TensorFlow's fit turns arrays into tf.data ending in prefetch(AUTOTUNE)
         # (ArrayDataAdapter.get_tf_dataset); JAX and torch slice them on the training thread
         auto_prefetch=True if _backend() == "tensorflow" else None,
@@ -109,6 +110,21 @@ def _row_bytes(inputs: Any) -> int | None:
     return None
 
 
+def _float64(inputs: Any) -> bool | None:
+    """Whether fit was given a float64 array (or DataFrame column): Keras 3 casts it to
+    floatx once per fit call, a copy of the whole array (array_slicing.py)."""
+    with contextlib.suppress(Exception):
+        from keras import tree
+
+        for leaf in tree.flatten(inputs):
+            dtypes = getattr(leaf, "dtypes", None)  # a DataFrame: one per column
+            kinds = list(dtypes) if dtypes is not None else [getattr(leaf, "dtype", None)]
+            if any(str(k) == "float64" for k in kinds):
+                return True
+        return False
+    return None
+
+
 def _py_dataset(data: Any, replicas: int) -> InputFacts:
     """A PyDataset. Where replicas split its batches, its first and last batch are fetched
     once (``__getitem__`` is user code, and may be slow: only where the multi-replica lints
@@ -136,7 +152,7 @@ def _py_dataset(data: Any, replicas: int) -> InputFacts:
     return facts
 
 
-FILLED = ("batch_size", "samples", "drop_remainder", "sample_bytes")
+FILLED = ("batch_size", "samples", "drop_remainder", "sample_bytes", "float64")
 
 
 def given_input(dataset: Any, replicas: int = 1) -> InputFacts:

@@ -119,6 +119,12 @@ DEFAULT_WARMUP_STEPS = 5
 EARLY_WINDOWS = 4  # the first window and one in each of the next 3 epochs (cache fill)
 
 
+# a fit in a loop (fit called again on the model) of fewer batches than this opens no window
+# by default: decoding one costs ~0.2 s of CPU, more than such a fit takes (measured: fits of 8
+# steps in a loop, docs/callback.md). A lone short fit keeps its window: it is all there is.
+TINY_FIT_STEPS = 10
+
+
 def plan_windows(
     profile: bool | None,
     start: int | None,
@@ -127,6 +133,7 @@ def plan_windows(
     steps_per_epoch: int | None,
     off_reason: str | None = None,
     steps_per_execution: int = 1,
+    fit_steps: int | None = None,
 ) -> tuple[WindowSchedule | None, int, str | None]:
     """The fit's window schedule (None: no windows), the step of an epoch where later
     windows open, and a note for the trace when windows are off.
@@ -142,6 +149,9 @@ def plan_windows(
         steps_per_epoch: Keras's steps (batches) per epoch when known.
         off_reason: why windows are off by default on this run (the backend's adapter).
         steps_per_execution: the batches Keras runs per train-function call.
+        fit_steps: the batches in all (steps × epochs) of a fit in a loop, when known: one
+            shorter than ``TINY_FIT_STEPS`` opens no window unless asked to (``profile`` or
+            ``start``); None for a fit on its own.
     """
     per_epoch = None
     if steps_per_epoch is not None:
@@ -156,6 +166,16 @@ def plan_windows(
     if profile is False:
         note = "profiler window off (profile=False): no per-step input/compute/sync split, "
         return None, in_epoch, note + "host signals only"
+    if profile is None and start is None and fit_steps is not None and fit_steps < TINY_FIT_STEPS:
+        return (
+            None,
+            in_epoch,
+            (
+                f"no profiler window: a fit in a loop of {fit_steps} steps is shorter than a "
+                "window's cost (~0.2 s of CPU to decode); steps, host signals and the fit's "
+                "account only (profile=True records one anyway)"
+            ),
+        )
     if start is None:
         short = per_epoch is not None and 0 < per_epoch < 3 * DEFAULT_WARMUP_STEPS
         start = max(1, per_epoch // 3) if short and per_epoch else DEFAULT_WARMUP_STEPS
@@ -192,6 +212,8 @@ class ProfilerWindow:
         # before the profiler start (milliseconds), which would bias the alignment
         self.marked: dict[int, float] = {}
         self.numbered: dict[int, int] = {}  # the profile's number of a step -> the step
+        # a name scope whose op time is measured too (record/op_scopes.py): the optimizer's
+        self.op_scope: str | None = None
 
     # ---- hooks ---------------------------------------------------------------------------
     def on_step_begin(self, step: int, batch: int | None = None) -> None:
@@ -283,6 +305,10 @@ class ProfilerWindow:
             tl = self._decode()
             if tl is None:
                 return None
+            if self.op_scope:
+                from gpudiag.record.op_scopes import scope_time
+
+                tl.meta.extra.update(scope_time(self.logdir, self.op_scope))
             shift = self._clock_shift(tl)
             if shift is None:
                 self.problem = "profiler steps could not be matched to training steps"

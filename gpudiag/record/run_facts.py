@@ -48,6 +48,7 @@ class InputFacts:
     shuffle_buffer: int | None = None
     map_before_shuffle: bool = False  # a map runs per element into the buffer, uncached
     repeat_before_shuffle: bool = False  # the buffer never drains: filled once per fit
+    float64: bool | None = None  # an input or label array of float64 (pandas' default)
 
     def to_dict(self) -> dict[str, Any]:
         return {k: v for k, v in self.__dict__.items() if v not in (None, [], False, 0)}
@@ -116,6 +117,20 @@ def element_bytes(spec: Any, batched: bool) -> int | None:
     return total
 
 
+def has_float64(spec: Any) -> bool | None:
+    """Whether a nested structure of specs or arrays holds a float64 one (None: no dtype
+    could be read)."""
+    if isinstance(spec, dict):
+        parts = list(spec.values())
+    elif isinstance(spec, tuple | list):
+        parts = list(spec)
+    else:
+        name = str(getattr(getattr(spec, "dtype", None), "name", getattr(spec, "dtype", "")))
+        return (name == "float64") if name else None
+    seen = [has_float64(p) for p in parts]
+    return True if any(seen) else (False if any(s is False for s in seen) else None)
+
+
 def describe_tf_dataset(ds: Any) -> InputFacts:
     facts = InputFacts(kind="tf.data")
     node = ds
@@ -152,6 +167,7 @@ def describe_tf_dataset(ds: Any) -> InputFacts:
     _shuffle_facts(facts)
     facts.auto_prefetch = _auto_prefetch(ds)
     facts.sample_bytes = element_bytes(ds.element_spec, batched=facts.batch_size is not None)
+    facts.float64 = has_float64(ds.element_spec)
     ops = _graph_ops(ds)
     if ops & {"GeneratorDataset", "PyFunc", "EagerPyFunc", "PyFuncStateless"}:
         facts.python_source = True
@@ -305,6 +321,7 @@ def run_config(
         use_multiprocessing=facts.use_multiprocessing,
         root_prefetch=facts.auto_prefetch,
         python_ops=facts.python_source or None,
+        input_float64=facts.float64,
     )
     if facts.kind == "tf.data":
         cfg.prefetch = facts.prefetch

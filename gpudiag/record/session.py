@@ -32,6 +32,7 @@ from gpudiag.record.fit_clock import FitClock
 from gpudiag.record.memory import MemoryProbe
 from gpudiag.record.profiler import DEFAULT_WARMUP_STEPS, ProfilerWindow, WindowSchedule
 from gpudiag.record.samplers import SamplerSet
+from gpudiag.record.session_fit import FitSpans
 from gpudiag.record.writer import TraceWriter
 from gpudiag.trace.kept_run import write_manifest
 from gpudiag.trace.timeline import STOPPED_EARLY, Timeline
@@ -45,8 +46,9 @@ def now_us() -> float:
     return time.time() * 1e6
 
 
-class RecordingSession:
-    """Records one fit into ``writer``.
+class RecordingSession(FitSpans):
+    """Records one fit (or the fits of a series) into ``writer``; the fit's own spans are
+    ``FitSpans``'s (record/session_fit.py).
 
     Args:
         writer: the streamed trace (its header already written).
@@ -59,6 +61,7 @@ class RecordingSession:
         in_epoch_start: the step of an epoch where later windows open.
         steps_per_epoch: Keras's steps per epoch when known.
         steps_per_execution: the batches Keras runs per train-function call.
+        op_scope: a name scope whose op time each window measures (the optimizer's).
     """
 
     def __init__(
@@ -75,8 +78,10 @@ class RecordingSession:
         steps_per_execution: int = 1,
         watch: CompileWatch | None = None,
         memory: MemoryProbe | None = None,
+        op_scope: str | None = None,
     ) -> None:
         self.writer = writer
+        self.op_scope = op_scope  # a name scope each window measures (record/op_scopes.py)
         self.memory = memory  # device and host memory, read at epoch ends (record/memory.py)
         self.watch = watch  # counts the step's compilations (record/compile_watch.py)
         self.samplers = samplers
@@ -94,19 +99,14 @@ class RecordingSession:
         self.decoder = WindowDecoder(writer, gil=samplers.gil, on_cost=self._add_cost)
         self.completion = StepCompletion(writer.step)
         self._completing = False  # steps go through the completion thread (async backend)
-        self.step = 0  # steps recorded so far (global over epochs)
-        self._epoch = 0
-        self._epoch_step = 0
-        self._epoch_begin_us = 0.0
-        self._test_begin_us = 0.0
+        self.step = 0  # steps recorded so far (global over epochs and the fits of a series)
         self._begin_us = 0.0
         self._batch_begin = 0
         self._pending = False  # a step has begun and is not recorded yet
         self._t0 = time.monotonic()
         self.clock = FitClock(writer)  # gpudiag's own hook time, the other callbacks' timed
-        self._fit_begin_us = 0.0
-        self._test_batches = 0  # batches of the evaluation running now
-        self._validation = [0, 0]  # evaluations inside fit, their batches
+        self.windows_on = True  # this fit may open profiler windows (off: tiny fits)
+        self._init_spans()
 
     def _add_cost(self, seconds: float) -> None:
         if self.schedule is not None:
@@ -129,6 +129,7 @@ class RecordingSession:
         sch = self.schedule
         if (
             sch is not None
+            and self.windows_on
             and self.window is None
             and sch.due(
                 self.step,
@@ -199,58 +200,26 @@ class RecordingSession:
             steps=self.profile_steps,
             keep_dir=self.profile_dir,
         )
+        w.op_scope = self.op_scope
         self.writer.detail(True)  # full resolution while the window is open
         self.window = w
         self.windows.append(w)
         self.windows_taken.append(self.step)
         self.gil_burst()
 
+    def submit_window(self) -> None:
+        """Stop an open window and hand it to the decode thread (a window the run left
+        before its last step is decoded as far as it got)."""
+        window, self.window = self.window, None
+        if window is not None and window.active:
+            window.stop()
+            self.writer.detail(False)
+            self.decoder.submit(window)
+
     def gil_burst(self) -> None:
         gil = self.samplers.gil
         if gil is not None:
             gil.request_burst(gil.burst_s)
-
-    # ---- the fit, epochs and evaluation ---------------------------------------------------
-    def fit_begin(self, start_us: float) -> None:
-        """The fit began at ``start_us`` (the callback's ``on_train_begin``); what gpudiag did
-        since (lints, samplers, the trace's header) is its own time."""
-        self._fit_begin_us = start_us
-        self.clock.own("train_begin", start_us, now_us())
-
-    def epoch_begin(self, epoch: int) -> None:
-        self._epoch = epoch
-        self._epoch_step = 0
-        self._epoch_begin_us = now_us()
-        self.clock.own("epoch_begin", self._epoch_begin_us, now_us())
-
-    def epoch_end(self, epoch: int) -> None:
-        now = now_us()
-        self.close_step(now)
-        self.read_memory()
-        self.writer.span("epoch", self._epoch_begin_us, now, epoch=epoch)
-        missed = None
-        if self.schedule is not None:
-            missed = self.schedule.missed(self._epoch, self._epoch_step, self.in_epoch_start)
-        if missed:  # docs/callback.md promises one per early epoch: say why not
-            self.writer.update_meta(limitations=[missed])
-        self.clock.own("epoch_end", now, now_us())
-
-    def test_begin(self) -> None:
-        self._test_begin_us = now_us()
-        self._test_batches = 0
-        self.close_step(self._test_begin_us)  # validation inside fit: the step is over
-        self.clock.own("test_begin", self._test_begin_us, now_us())
-
-    def test_batch(self) -> None:
-        self._test_batches += 1
-
-    def test_end(self) -> None:
-        if self._test_begin_us:
-            now = now_us()
-            self.writer.span("evaluation", self._test_begin_us, now, steps=self._test_batches)
-            self._validation[0] += 1
-            self._validation[1] += self._test_batches
-            self.clock.own("test_end", now, now_us())
 
     # ---- the end -------------------------------------------------------------------------
     def finish(self, abnormal: bool) -> Timeline:
@@ -258,29 +227,16 @@ class RecordingSession:
         back gives, at a cost that does not grow with the run's length)."""
         self.clock.detach()
         if not abnormal:
-            now = now_us()
-            self.close_step(now)
-            if self._fit_begin_us:
-                self.writer.span("fit", self._fit_begin_us, now)
-            if self._validation[0]:
-                self.writer.update_meta(
-                    extra={
-                        "validation_runs": self._validation[0],
-                        "validation_batches": self._validation[1],
-                    }
-                )
+            self.end_fit(now_us())
         elif self.calls is not None and self.calls.last is not None:
             self.close_step(self.calls.last[1])  # its train-function call had returned
         self.completion.close()
         gil = self.samplers.gil
         if gil is not None:  # training is over: so is what the GIL probe measures
             gil.end_burst()
-        window = self.window
-        if window is not None and window.active:
-            window.stop()
-            if not abnormal:
-                self.decoder.submit(window)
-        self.window = None
+        if abnormal and self.window is not None and self.window.active:
+            self.window.stop()
+        self.submit_window()
         self.decoder.close()
         self.read_memory()
         writer = self.writer

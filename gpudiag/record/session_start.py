@@ -28,6 +28,16 @@ def steps_per_execution(model: Any) -> int:
     return generation_of(model).steps_per_execution(model)
 
 
+def optimizer_scope(meta: Metadata, findings: Sequence[RecordedFinding]) -> str | None:
+    """The optimizer's name scope where the windows should time its ops: only where the
+    pre-fit findings say it updates a large embedding densely (TensorFlow profiles)."""
+    if meta.framework != "tensorflow" or not any(
+        f.id == "dense-embedding-updates" for f in findings
+    ):
+        return None
+    return meta.config.optimizer_scope if meta.config is not None else None
+
+
 def start_session(
     path: str,
     meta: Metadata,
@@ -71,11 +81,17 @@ def start_session(
         steps_per_execution=steps_per_execution(model),
         watch=watch,
         memory=MemoryProbe(backend.device_memory),
+        op_scope=optimizer_scope(meta, findings),
     )
     try:
         samplers = session.samplers
         if samplers.gpu is not None and samplers.gpu.available:
-            writer.update_meta(device_type="GPU", devices=samplers.gpu.sources)
+            # the GPUs NVML shows this process, against those the framework lists (gpu-unused)
+            writer.update_meta(
+                device_type="GPU",
+                devices=samplers.gpu.sources,
+                config={"nvml_gpus": len(samplers.gpu.sources)},
+            )
         samplers.start_all()
         session.read_memory()  # before the first step: what does not grow with the batch
         limitations = samplers.limitations() + list(notes)

@@ -66,8 +66,31 @@ class FitWatchdog:
     def cancel(self) -> None:
         self._cancelled.set()
 
+    def pause(self) -> None:
+        """Between two fits of a series: the thread waits, checking nothing."""
+        self._fit_frame = None
+
+    def rearm(
+        self, owner: Any, running: Callable[[Any], bool], finish: Callable[[Any], None]
+    ) -> bool:
+        """Watch the fit beginning now with the thread already running (fits in a loop:
+        starting a thread per fit costs tens of milliseconds on a busy host). False when
+        this watchdog cannot (another owner, its thread gone): start a new one then."""
+        if self._ref() is not owner or self.thread is None or not self.thread.is_alive():
+            return False
+        frame: types.FrameType | None = sys._getframe()
+        while frame is not None and frame.f_code.co_name != "fit":
+            frame = frame.f_back
+        if frame is None:
+            return False
+        self._running, self._finish = running, finish
+        self._thread_id, self._fit_frame = threading.get_ident(), frame
+        return True
+
     def _watch(self) -> None:
         while not self._cancelled.wait(POLL_S):
+            if self._fit_frame is None:  # paused between two fits of a series
+                continue
             owner = self._ref()
             if owner is None or not self._running(owner):
                 return

@@ -29,10 +29,14 @@ class WindowFacts:
     kernel_us: float = 0.0
     layout_transpose_us: float = 0.0
     h2d_bytes: dict[str, int] = field(default_factory=dict)
+    optimizer_us: float = 0.0  # the optimizer's ops (record/op_scopes.py), where measured
+    op_us: float = 0.0  # ... and every op of the same windows
 
     def add(self, tl: Timeline) -> None:
         extra = tl.meta.extra
         self.kernel_us += float(extra.get("kernel_us") or 0.0)
+        self.optimizer_us += float(extra.get("optimizer_us") or 0.0)
+        self.op_us += float(extra.get("op_us") or 0.0)
         self.layout_transpose_us += float(extra.get("layout_transpose_us") or 0.0)
         for device, n in (extra.get("h2d_bytes") or {}).items():
             self.h2d_bytes[device] = self.h2d_bytes.get(device, 0) + int(n)
@@ -44,6 +48,9 @@ class WindowFacts:
             out["layout_transpose_us"] = round(self.layout_transpose_us, 1)
         if self.h2d_bytes:
             out["h2d_bytes"] = dict(sorted(self.h2d_bytes.items()))
+        if self.op_us > 0:
+            out["optimizer_us"] = round(self.optimizer_us, 1)
+            out["op_us"] = round(self.op_us, 1)
         return out
 
 

@@ -271,6 +271,13 @@ class TraceWriter:
             self._flush_aggs(force=True)
         self._detail = on
 
+    def settle(self) -> None:
+        """Write out what is gathered but not yet written (a group of steps, counter means),
+        so that a summary taken now holds everything so far; recording goes on."""
+        self._flush_group()
+        self._flush_aggs(force=True)
+        self.flush()
+
     def summary(self, path: str) -> Timeline:
         """What was written so far as a Timeline (frozen), built without reading the file:
         equal to ``gpudiag analyze`` of it. Costs the same whatever the run's length."""

@@ -40,7 +40,27 @@ class RunConfig:
     compute_capability: float | None = None  # the GPU's, e.g. 7.5 (Tensor Cores from 7.0)
     params: int | None = None
     optimizer: str | None = None  # its class name: "Adam", "SGD" (slots per parameter)
+    # whether the optimizer updates only the rows of an embedding a batch touches (Keras 3:
+    # SGD without momentum, Adagrad); False: every row and slot of the table, every step
+    optimizer_sparse: bool | None = None
+    optimizer_scope: str | None = None  # the optimizer's name, the scope of its update ops
+    embedding_layer: str | None = None  # the largest Embedding layer's name
+    embedding_rows: int | None = None  # its input_dim (vocabulary)
+    embedding_values: int | None = None  # its rows × output_dim
+    embedding_lookups: int | None = None  # rows one sample looks up (its input's length)
+    rnn_without_cudnn: str | None = None  # "lstm: recurrent_dropout=0.2" (cuDNN ruled out)
     batchnorm: bool | None = None
+    # --- the runtime ------------------------------------------------------------------------
+    intra_op_threads: int | None = None  # TF's intra-op pool (0: TF's default, every core)
+    inter_op_threads: int | None = None  # TF's inter-op pool (0: TF's default)
+    op_determinism: bool | None = None  # deterministic kernels forced (TF, torch, XLA flags)
+    framework_gpus: int | None = None  # GPUs the framework lists
+    nvml_gpus: int | None = None  # GPUs the NVIDIA driver shows this process
+    gpu_build: str | None = None  # "cuda 12.5.1, cudnn 9" | "cpu-only" (TF's build)
+    os: str | None = None  # sys.platform: "linux", "win32", "darwin"
+    input_float64: bool | None = None  # the input holds float64 arrays (pandas' default)
+    nccl_env: str | None = None  # NCCL settings that turn a fast path off: "NCCL_P2P_DISABLE=1"
+    fits: int | None = None  # fit calls recorded as one series (fit in a loop)
     # --- input -----------------------------------------------------------------------------
     input_kind: str | None = None  # one of INPUT_KINDS
     prefetch: bool | None = None  # the user's own prefetch stage
@@ -78,6 +98,15 @@ class RunConfig:
         if not self.global_batch:
             return None
         return self.global_batch / max(1, self.replicas or 1)
+
+    @property
+    def compute_cores(self) -> int | None:
+        """The cores the framework's ops may use: the usable cores, or fewer where its
+        intra-op pool is capped (``tf.config.threading``; 0 is TF's default, every core)."""
+        cap = self.intra_op_threads
+        if self.cores and cap and 0 < cap < self.cores:
+            return cap
+        return self.cores
 
     @property
     def maps(self) -> int:

@@ -116,7 +116,9 @@ def _batch(
     fixed = shares["other"] + shares["input"]
     low = batch_scaled(fixed, k)
     own = host.own_cores()
-    use = min(1.0, own / cfg.cores) if cpu and own is not None and cfg.cores else None
+    # the cores its ops may use: a capped thread pool leaves the rest idle whatever the batch
+    cores = cfg.compute_cores
+    use = min(1.0, own / cores) if cpu and own is not None and cores else None
     if use is not None:
         high = 1.0 / max(1e-6, fixed / k + (1.0 - fixed) * use)
         basis = (

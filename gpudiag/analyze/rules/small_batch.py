@@ -46,10 +46,10 @@ def detect(ev: RankEvidence) -> Finding | None:
 
 def _core_use(s: Situation) -> float | None:
     """Fraction of the cores the model kept busy on a CPU-only run."""
-    own = s.host.own_cores()
-    if not s.cpu_device or own is None or not s.config.cores:
+    own, cores = s.host.own_cores(), s.config.compute_cores  # a capped pool: its threads
+    if not s.cpu_device or own is None or not cores:
         return None
-    return min(1.0, own / s.config.cores)
+    return min(1.0, own / cores)
 
 
 def advise(f: Finding, s: Situation) -> list[Suggestion]:
