@@ -12,7 +12,8 @@ from pathlib import Path
 import gpudiag
 
 PACKAGE = Path(gpudiag.__file__).parent
-ROOT = "gpudiag"  # the facade: lazy re-exports only; everything may read its __version__
+ROOT = "gpudiag"  # the facade: lazy re-exports only, imported by nothing inside the package
+COMMAND_LINE = "gpudiag.cli"  # the top: called by ``gpudiag.__main__``, imported by nothing
 
 
 def _modules() -> dict[str, Path]:
@@ -49,7 +50,11 @@ def _imports(name: str, path: Path, mods: dict[str, Path]) -> set[str]:
 
 def _graph() -> dict[str, set[str]]:
     mods = _modules()
-    return {n: _imports(n, p, mods) - {ROOT} for n, p in mods.items() if n != ROOT}
+    return {n: _imports(n, p, mods) for n, p in mods.items()}
+
+
+def _within(name: str, package: str) -> bool:
+    return name == package or name.startswith(package + ".")
 
 
 def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -119,3 +124,21 @@ def test_show_modules_are_small():
         for p in (PACKAGE / "show").rglob("*.py")
     }
     assert {k: n for k, n in sizes.items() if n > 400} == {}
+
+
+def test_nothing_imports_the_command_line():
+    """The library sits below ``cli/``: notebooks (``api.py``), the MCP server and the
+    command line all call down into ``gpudiag.diagnose_files``."""
+    graph = _graph()
+    wrong = {
+        name: sorted(d for d in deps if _within(d, COMMAND_LINE))
+        for name, deps in graph.items()
+        if not _within(name, COMMAND_LINE) and name != "gpudiag.__main__"
+    }
+    assert {k: v for k, v in wrong.items() if v} == {}
+
+
+def test_nothing_imports_the_package_root():
+    """The root re-exports the public names; a module below that imported it would import
+    upward (its ``__version__`` lives in ``gpudiag.version``)."""
+    assert sorted(name for name, deps in _graph().items() if ROOT in deps) == []
