@@ -80,8 +80,8 @@ def analyze_traces(
     ``progress``: show the progress of reading and analyzing (``progress_display``)."""
     from gpudiag.diagnose_files import diagnose_files
     from gpudiag.trace.errors import TraceError
-    from gpudiag.trace.limits import ReadLimits
-    from gpudiag.trace.runs import run_files
+    from gpudiag.trace.ranks.runs import run_files
+    from gpudiag.trace.source.limits import ReadLimits
 
     args = _arguments(paths)
     if not args:
@@ -107,7 +107,7 @@ def compare_runs(base: PathArg, new: PathArg, *, progress: bool = True) -> Compa
     from gpudiag.analyze.compare import compare
     from gpudiag.diagnose_files import diagnose_files
     from gpudiag.trace.errors import TraceError
-    from gpudiag.trace.runs import run_files
+    from gpudiag.trace.ranks.runs import run_files
 
     sides = os.fspath(base), os.fspath(new)
     try:

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, cast
 from gpudiag.trace.errors import TraceError, unforeseen
 
 if TYPE_CHECKING:
-    from gpudiag.trace.limits import ReadLimits
+    from gpudiag.trace.source.limits import ReadLimits
 
 
 def diagnose_files(
@@ -41,7 +41,7 @@ def diagnose_files(
     unless ``as_ranks``. ``label``: what the caller called the run. TraceError for any
     problem with the input."""
     from gpudiag.analyze import diagnose
-    from gpudiag.trace.runs import RankReader, group_runs, several_runs_problem
+    from gpudiag.trace.ranks.runs import RankReader, group_runs, several_runs_problem
 
     current = files[0] if len(files) == 1 else label
     t0 = time.monotonic()

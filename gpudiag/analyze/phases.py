@@ -40,7 +40,7 @@ from gpudiag.analyze.step_times import StepRecords, step_records
 from gpudiag.analyze.throughput import steady_throughput
 from gpudiag.analyze.verdict import decide
 from gpudiag.analyze.window_phase import unrepresentative
-from gpudiag.trace.timeline import Timeline
+from gpudiag.trace.model.timeline import Timeline
 
 WARMUP_FACTOR = 3.0
 FIRST_EPOCH_FACTOR = 1.5

@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from gpudiag.analyze import rules
 from gpudiag.analyze.breakdown import empty_shares
 from gpudiag.analyze.diagnosis import Finding
-from gpudiag.trace.runconfig import RunConfig
-from gpudiag.trace.timeline import RecordedFinding
+from gpudiag.trace.model.runconfig import RunConfig
+from gpudiag.trace.model.timeline import RecordedFinding
 
 
 @dataclass

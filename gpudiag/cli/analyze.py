@@ -42,8 +42,8 @@ def _stderr_console() -> Any:
 
 def cmd_analyze(args: argparse.Namespace) -> int:
     from gpudiag.cli.parser import READ_LIMIT_FLAGS
-    from gpudiag.trace.limits import ReadLimits
-    from gpudiag.trace.runs import run_files
+    from gpudiag.trace.ranks.runs import run_files
+    from gpudiag.trace.source.limits import ReadLimits
 
     limits = ReadLimits.from_env(**{dest: getattr(args, dest) for _, dest, *_ in READ_LIMIT_FLAGS})
     try:
@@ -90,7 +90,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
 def cmd_compare(args: argparse.Namespace) -> int:
     from gpudiag.analyze.compare import compare
     from gpudiag.show.compare import render_comparison
-    from gpudiag.trace.runs import run_files
+    from gpudiag.trace.ranks.runs import run_files
 
     err = _stderr_console()
     try:

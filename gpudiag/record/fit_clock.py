@@ -23,7 +23,7 @@ from types import FrameType
 from typing import Any
 
 from gpudiag.record.writer import TraceWriter
-from gpudiag.trace.gpudiag_format import CAT_CALLBACK, CAT_OWN
+from gpudiag.trace.native.reader import CAT_CALLBACK, CAT_OWN
 
 TIMED_HOOKS = ("on_epoch_begin", "on_epoch_end")
 MAX_CALLBACK_EVENTS = 20_000  # a fit of 5,000 epochs with two timed callbacks

@@ -16,7 +16,7 @@ from typing import Any
 from gpudiag.record.fit_input import given_input
 from gpudiag.record.generation import Keras3
 from gpudiag.record.lint import InputFacts, model_facts, run_config
-from gpudiag.trace.runconfig import RunConfig
+from gpudiag.trace.model.runconfig import RunConfig
 
 
 def fit_config(

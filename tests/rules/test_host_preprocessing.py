@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from gpudiag.analyze.rules import host_preprocessing as rule
-from gpudiag.trace.timeline import HOST_COMPUTE, Intervals, Kind, Timeline
+from gpudiag.trace.model.timeline import HOST_COMPUTE, Intervals, Kind, Timeline
 from tests.rules.kit import evidence, situation
 
 

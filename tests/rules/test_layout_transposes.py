@@ -8,7 +8,7 @@ import pytest
 from gpudiag.analyze import diagnose
 from gpudiag.analyze.rules import layout_transposes as rule
 from gpudiag.trace.load import load_file
-from gpudiag.trace.runconfig import RunConfig
+from gpudiag.trace.model.runconfig import RunConfig
 from tests.multi_gpu import finding_ids, kineto_run, situation, tf_conv_run
 
 

@@ -71,7 +71,7 @@ from gpudiag.analyze.rules import (
 )
 from gpudiag.analyze.wording import in_fits_keras
 from gpudiag.analyze.workload import workload_facts
-from gpudiag.trace.runconfig import RunConfig
+from gpudiag.trace.model.runconfig import RunConfig
 
 
 class RankRule(Protocol):

@@ -4,7 +4,7 @@ Why it costs time: Keras works channels-last (NHWC) while cuDNN's fastest float3
 convolutions are often NCHW, so TensorFlow wraps convolutions in layout-conversion kernels,
 each a launch and a full read and write of the tensor (cuDNN, cuBLAS and MIOpen do the same
 inside some algorithms; PyTorch's NCHW models get the opposite conversion on Tensor Cores).
-The kernel names are one table, ``trace.facts.LAYOUT_TRANSPOSE_RE``, fed by every reader; the
+The kernel names are one table, ``trace.names.facts.LAYOUT_TRANSPOSE_RE``, fed by every reader; the
 share is their time over all device kernel time (``meta.extra``).
 
 Example: "23.6% of GPU compute time converts tensors between NHWC and NCHW". Fix, each gain
@@ -22,8 +22,8 @@ from gpudiag.analyze.evidence import RankEvidence, Situation, pct
 from gpudiag.analyze.gain import Gain, removed
 from gpudiag.analyze.needs import Needs
 from gpudiag.analyze.wording import api
-from gpudiag.trace.runconfig import RunConfig
-from gpudiag.trace.timeline import Timeline
+from gpudiag.trace.model.runconfig import RunConfig
+from gpudiag.trace.model.timeline import Timeline
 
 ID = "layout-transposes"
 NEEDS = {
