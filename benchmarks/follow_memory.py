@@ -32,7 +32,7 @@ import os
 import sys
 import numpy as np
 from gpudiag.record.writer import TraceWriter
-from gpudiag.trace.timeline import Kind, Metadata, Timeline
+from gpudiag.trace.model.timeline import Kind, Metadata, Timeline
 path, limit = sys.argv[1], int(sys.argv[2])
 w = TraceWriter(path, Metadata(producer="gpudiag", devices=["GPU 0"]), flush_every=0.0)
 w.detail(True)  # a profiler window opens, and never closes

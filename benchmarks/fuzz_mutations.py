@@ -54,7 +54,7 @@ def kineto_bases(events: int) -> list[Base]:
 
 def tf_json_base(events: int) -> Base:
     """The xplane sample as trace-viewer JSON (gpudiag's XSpace reader gives xprof's events)."""
-    from gpudiag.trace.xspace_events import open_xspace
+    from gpudiag.trace.tf.xspace.events import open_xspace
 
     evs = []
     for ev in open_xspace(str(SAMPLES / "tf_gpu_multi_worker.xplane.pb")):
@@ -69,7 +69,7 @@ def gpudiag_base(steps: int, profiled: int = 50) -> Base:
     import numpy as np
 
     from gpudiag.record.writer import TraceWriter
-    from gpudiag.trace.timeline import Kind, Metadata, Timeline
+    from gpudiag.trace.model.timeline import Kind, Metadata, Timeline
 
     window = Timeline(meta=Metadata(producer="gpudiag"))
     starts = np.arange(min(steps, 50)) * 10_000.0
@@ -243,7 +243,7 @@ def wrapped(base: Base, rng: random.Random) -> bytes:
 
 def many_planes(base: Base, rng: random.Random) -> bytes:
     """An XSpace of thousands of one-kernel GPU planes (xprof started one thread each)."""
-    from gpudiag.trace.xspace_schema import XSpace
+    from gpudiag.trace.tf.xspace.schema import XSpace
 
     space = XSpace()
     for p in range(rng.choice([1000, 3000])):

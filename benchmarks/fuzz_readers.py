@@ -79,8 +79,8 @@ def _cap(mem_mb: int) -> Callable[[], None]:
 # reading of a whole chunk at once must match, byte for byte (``--line-by-line``)
 LINE_BY_LINE = """
 import sys
-from gpudiag.trace import gpudiag_format
-gpudiag_format._decode_lines = lambda lines: None
+from gpudiag.trace.native import reader as native_reader
+native_reader._decode_lines = lambda lines: None
 from gpudiag.cli import main
 sys.exit(main(["analyze", sys.argv[1], "--json"]))
 """

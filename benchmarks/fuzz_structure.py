@@ -129,7 +129,7 @@ def impossible_times(base: Any, rng: random.Random) -> bytes:
 
 
 def _impossible_xplane(data: bytes, rng: random.Random) -> bytes:
-    from gpudiag.trace.xspace_schema import XSpace
+    from gpudiag.trace.tf.xspace.schema import XSpace
 
     space = XSpace()
     space.ParseFromString(data)

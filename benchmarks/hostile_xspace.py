@@ -11,7 +11,7 @@ hostile part, so what is measured is the part, not an empty file.
     data = xspace(planes=5_000)                    # empty device planes
     data = xspace(line_events=3_000_000)           # one line of 3 million events
 
-Field numbers are xplane.proto's (gpudiag/trace/xspace_schema.py).
+Field numbers are xplane.proto's (gpudiag/trace/tf/xspace/schema.py).
 """
 
 from __future__ import annotations

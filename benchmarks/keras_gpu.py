@@ -29,7 +29,7 @@ COPIES = {"MemcpyH2D", "MemcpyHToD", "MemcpyD2H", "MemcpyDToH"}
 def device_facts(path: Path) -> dict[str, float]:
     """Median device step (ms) and host<->device copy time per step (ms, both directions),
     read from the XSpace."""
-    from gpudiag.trace.xspace_schema import XSpace
+    from gpudiag.trace.tf.xspace.schema import XSpace
 
     space = XSpace()
     space.ParseFromString(path.read_bytes())

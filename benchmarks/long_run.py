@@ -37,7 +37,7 @@ from gpudiag.record.nvml_replay import ReplayNvml
 from gpudiag.record.profiler import WindowSchedule
 from gpudiag.record.samplers import gpu_samples
 from gpudiag.record.writer import TraceWriter
-from gpudiag.trace.timeline import Kind, Metadata, Timeline
+from gpudiag.trace.model.timeline import Kind, Metadata, Timeline
 
 FIXTURE = Path(__file__).resolve().parents[1] / "tests" / "data" / "nvml_h100_bursty.json"
 

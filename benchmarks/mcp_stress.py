@@ -37,7 +37,7 @@ sys.path.insert(0, str(REPO))  # run as a script: the repository's packages impo
 def rank_directory(folder: Path, ranks: int, steps: int = 20) -> Path:
     """``ranks`` gpudiag rank files of one run (a template's header given each rank)."""
     from gpudiag.record.writer import TraceWriter
-    from gpudiag.trace.timeline import Kind, Metadata
+    from gpudiag.trace.model.timeline import Kind, Metadata
 
     folder.mkdir(parents=True, exist_ok=True)
     template = folder / "template.tmp"
@@ -47,7 +47,7 @@ def rank_directory(folder: Path, ranks: int, steps: int = 20) -> Path:
         for i in range(steps):
             t = i * 10_000.0
             w.step(i, t, t + 9_000.0, profiled=True)
-        from gpudiag.trace.timeline import Timeline
+        from gpudiag.trace.model.timeline import Timeline
 
         tl = Timeline(meta=meta)
         for i in range(steps):

@@ -41,8 +41,8 @@ sys.path.insert(0, str(REPO))
 from gpudiag.analyze import diagnose  # noqa: E402
 from gpudiag.trace.errors import TraceError  # noqa: E402
 from gpudiag.trace.load import load_file  # noqa: E402
+from gpudiag.trace.model.timeline import Kind, Timeline, union_many  # noqa: E402
 from gpudiag.trace.quiet import quiet_stderr  # noqa: E402
-from gpudiag.trace.timeline import Kind, Timeline, union_many  # noqa: E402
 
 HTA_RUNNER = HERE / "hta_peers.py"
 INPUT_RE = re.compile(r"([\d.]+)% of the total step time")

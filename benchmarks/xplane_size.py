@@ -30,7 +30,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from gpudiag.trace.xspace_schema import XSpace  # noqa: E402
+from gpudiag.trace.tf.xspace.schema import XSpace  # noqa: E402
 
 SAMPLE = REPO / "sample_traces" / "tf_gpu_multi_worker.xplane.pb"
 MB = 1_000_000
@@ -87,7 +87,7 @@ def measure(path: Path, xprof: bool = False) -> dict[str, object]:
             sys.executable,
             "-c",
             "import sys, json; from gpudiag.analyze import diagnose; "
-            "from gpudiag.trace.xplane_xprof import read_xplane_xprof; "
+            "from gpudiag.trace.tf.xspace.by_xprof import read_xplane_xprof; "
             "print(json.dumps(diagnose(read_xplane_xprof(sys.argv[1])).to_dict()))",
             str(path),
         ]

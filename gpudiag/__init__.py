@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from gpudiag.version import __version__
 
 if "IPython" in sys.modules:  # a notebook or IPython shell: a Diagnosis shows as the report
     from gpudiag.show.notebook import register

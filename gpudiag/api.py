@@ -5,11 +5,12 @@
     d.verdict, d.to_dict()                            # to_dict() is exactly `--json`
     c = gpudiag.compare_runs("base/", "new/")         # what `gpudiag compare` computes
 
-They read and diagnose through the very functions the CLI uses, so a Diagnosis here equals the
-one behind ``gpudiag analyze --json``. (The name ``gpudiag.analyze`` is the package of the
-analyzers, hence ``analyze_traces``.) Bad input raises ``InputError``: one line naming the file
-and the problem, as the CLI prints it. Progress (reading, analyzing) shows on stderr in a
-terminal and in the output cell in Jupyter (rich's notebook support, with ``ipywidgets``).
+They read and diagnose through the service the CLI calls too (``gpudiag.diagnose_files``), so
+a Diagnosis here equals the one behind ``gpudiag analyze --json``. (The name
+``gpudiag.analyze`` is the package of the analyzers, hence ``analyze_traces``.) Bad input
+raises ``InputError``: one line naming the file and the problem, as the CLI prints it.
+Progress (reading, analyzing) shows on stderr in a terminal and in the output cell in Jupyter
+(rich's notebook support, with ``ipywidgets``).
 """
 
 from __future__ import annotations
@@ -77,10 +78,10 @@ def analyze_traces(
     a directory of rank files. ``ranks``: treat every file as a rank of one run even when
     their run ids differ (``--ranks``); ``jobs``: rank files read in parallel (``--jobs``);
     ``progress``: show the progress of reading and analyzing (``progress_display``)."""
-    from gpudiag.cli.analyze import diagnose_files
+    from gpudiag.diagnose_files import diagnose_files
     from gpudiag.trace.errors import TraceError
-    from gpudiag.trace.limits import ReadLimits
-    from gpudiag.trace.runs import run_files
+    from gpudiag.trace.ranks.runs import run_files
+    from gpudiag.trace.source.limits import ReadLimits
 
     args = _arguments(paths)
     if not args:
@@ -104,9 +105,9 @@ def compare_runs(base: PathArg, new: PathArg, *, progress: bool = True) -> Compa
     """Compare two runs, as ``gpudiag compare BASE NEW``: each a trace file, a directory of
     rank files or a quoted glob."""
     from gpudiag.analyze.compare import compare
-    from gpudiag.cli.analyze import diagnose_files
+    from gpudiag.diagnose_files import diagnose_files
     from gpudiag.trace.errors import TraceError
-    from gpudiag.trace.runs import run_files
+    from gpudiag.trace.ranks.runs import run_files
 
     sides = os.fspath(base), os.fspath(new)
     try:

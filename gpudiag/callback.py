@@ -46,8 +46,8 @@ from gpudiag.record.watchdog import FitWatchdog
 from gpudiag.record.window_facts import WindowFacts, nvml_indices, visible_gpu_indices
 from gpudiag.record.writer import TraceWriter
 from gpudiag.show import run_end
-from gpudiag.trace.runconfig import RunConfig
-from gpudiag.trace.timeline import Metadata, RecordedFinding
+from gpudiag.trace.model.runconfig import RunConfig
+from gpudiag.trace.model.timeline import Metadata, RecordedFinding
 
 DEFAULT_PROFILE_STEPS = 5
 DEFAULT_PROFILE_WINDOWS = 8

@@ -30,8 +30,8 @@ from typing import Any, TypeVar
 import anyio
 import anyio.abc
 
-from gpudiag.trace.allocator import give_back_free_memory
-from gpudiag.trace.limits import DEFAULT_MEMORY_MB, MEMORY_ENV
+from gpudiag.trace.ranks.allocator import give_back_free_memory
+from gpudiag.trace.source.limits import DEFAULT_MEMORY_MB, MEMORY_ENV
 
 T = TypeVar("T")
 MAX_WAITING = 16  # calls queued behind the running one; more are told to call again

@@ -19,8 +19,8 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from gpudiag import __version__
 from gpudiag.mcp_budget import MAX_ANSWER_BYTES, TIMEOUT_S, Busy, ChildRunner, TimedOut
+from gpudiag.version import __version__
 
 # What a client is told when it connects (the long form: docs/mcp.md).
 INSTRUCTIONS = (

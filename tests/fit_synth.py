@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpudiag.trace.gpudiag_events import SPAN_CALLBACK, SPAN_OWN
-from gpudiag.trace.timeline import Kind, Timeline
+from gpudiag.trace.model.timeline import Kind, Timeline
+from gpudiag.trace.native.events import SPAN_CALLBACK, SPAN_OWN
 
 S = 1e6
 

@@ -14,8 +14,8 @@ from gpudiag.record.nvml import NvmlSession
 from gpudiag.record.nvml_replay import ReplayNvml
 from gpudiag.record.samplers import gpu_samples
 from gpudiag.trace.load import load_file
-from gpudiag.trace.runconfig import RunConfig
-from gpudiag.trace.timeline import Metadata, Timeline
+from gpudiag.trace.model.runconfig import RunConfig
+from gpudiag.trace.model.timeline import Metadata, Timeline
 from tests import foreign
 from tests.foreign import tf_event as _x
 from tests.foreign import tf_meta as _m

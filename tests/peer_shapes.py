@@ -132,7 +132,7 @@ def tpu_offload_xspace(steps: int = 5, step_ns: int = 10_000_000) -> bytes:
     device plane with "XLA Modules" and "XLA Ops" lines, each op's ``hlo_category`` a stat
     of its metadata. The copy to host memory ends in an op xprof only categorises
     ("async-copy"), the psum is an "all-reduce"."""
-    from gpudiag.trace.xspace_schema import XSpace
+    from gpudiag.trace.tf.xspace.schema import XSpace
 
     space = XSpace()
     plane = space.planes.add(id=2, name="/device:TPU:0")

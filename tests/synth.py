@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from gpudiag.record.writer import TraceWriter
-from gpudiag.trace.timeline import Kind, Metadata, Timeline
+from gpudiag.trace.model.timeline import Kind, Metadata, Timeline
 
 
 def record_profiled(path: object, tl: Timeline, meta: Metadata) -> None:

@@ -128,7 +128,7 @@ def test_only_profiled_steps_wait_for_the_device(tmp_path):
     from gpudiag.record.profiler import WindowSchedule
     from gpudiag.record.samplers import SamplerSet
     from gpudiag.record.session_start import start_session
-    from gpudiag.trace.timeline import Metadata
+    from gpudiag.trace.model.timeline import Metadata
 
     waited: list[int] = []
 
@@ -172,7 +172,7 @@ def test_steps_end_when_the_device_has_done_them(tmp_path):
     from gpudiag.record.backends import RecordBackend
     from gpudiag.record.samplers import SamplerSet
     from gpudiag.record.session_start import start_session
-    from gpudiag.trace.timeline import Metadata
+    from gpudiag.trace.model.timeline import Metadata
 
     class TenMsDevice(RecordBackend):
         """Each step's device work ends 10 ms after the previous one's."""

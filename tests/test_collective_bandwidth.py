@@ -10,8 +10,8 @@ import pytest
 from gpudiag.analyze import bandwidth as B
 from gpudiag.analyze import diagnose
 from gpudiag.analyze.links import link_of, pcie
-from gpudiag.trace.collectives import operation, params_of
 from gpudiag.trace.load import load_file, load_timelines
+from gpudiag.trace.model.collectives import operation, params_of
 from tests.collective_ranks import transfer_us, write_ranks
 
 SAMPLES = Path(__file__).resolve().parent.parent / "sample_traces"

@@ -16,7 +16,7 @@ from gpudiag.analyze import diagnose
 from gpudiag.analyze.compare import compare
 from gpudiag.record.writer import TraceWriter
 from gpudiag.trace.load import load_file
-from gpudiag.trace.timeline import Metadata
+from gpudiag.trace.model.timeline import Metadata
 from tests.conftest import SAMPLES
 
 W0 = str(SAMPLES / "resnet50_dataloader_workers0.pt.trace.json.gz")

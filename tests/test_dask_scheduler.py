@@ -14,7 +14,7 @@ import time
 import pytest
 
 from gpudiag.cli import main
-from gpudiag.trace.timeline import Metadata
+from gpudiag.trace.model.timeline import Metadata
 from tests.synth import periodic, record_profiled
 
 pytestmark = pytest.mark.timeout(180)
@@ -85,7 +85,7 @@ class Server:
 
 def _refused_quickly(tmp_path, capsys, monkeypatch, address: str) -> str:
     pytest.importorskip("distributed")
-    from gpudiag.trace import dask_run
+    from gpudiag.trace.ranks import dask_run
 
     monkeypatch.setattr(dask_run, "HANDSHAKE_S", 1.0)
     _ranks(tmp_path / "run")

@@ -30,10 +30,10 @@ ROOT = PACKAGE.parent
 # Placeholders in the trace readers' sketches, left as they are until the readers' modules are
 # regrouped by format (their examples are rewritten then): (module, name) -> what it stands for
 KNOWN_PLACEHOLDERS = {
-    ("gpudiag.trace.decoded", "utf8"): "a text decoder",
+    ("gpudiag.trace.source.decoded", "utf8"): "a text decoder",
     ("gpudiag.trace.quiet", "noisy_native_call"): "any native call",
-    ("gpudiag.trace.steps_infer", "read_something"): "a reader",
-    ("gpudiag.trace.xspace_counts", "refuse"): "the caller's refusal",
+    ("gpudiag.trace.model.steps_infer", "read_something"): "a reader",
+    ("gpudiag.trace.tf.xspace.counts", "refuse"): "the caller's refusal",
 }
 
 

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from gpudiag.analyze import diagnose
-from gpudiag.trace import chrome, event_lines
 from gpudiag.trace.load import load_file
+from gpudiag.trace.source import chrome, event_lines
 
 SAMPLES = Path(__file__).resolve().parent.parent / "sample_traces"
 

@@ -21,11 +21,11 @@ from gpudiag.cli import main
 from gpudiag.record.writer import TraceWriter
 from gpudiag.show.follow import TraceFollower
 from gpudiag.show.live import LiveState, TrainingStatus, render, run_live
-from gpudiag.trace import source
 from gpudiag.trace.errors import TraceError
-from gpudiag.trace.follow import TraceTail
 from gpudiag.trace.load import load_file
-from gpudiag.trace.timeline import Metadata
+from gpudiag.trace.model.timeline import Metadata
+from gpudiag.trace.native.follow import TraceTail
+from gpudiag.trace.source import files as source_files
 from tests.conftest import REPO, SAMPLES
 
 GOOD = str(SAMPLES / "nccl_world128_rank0.json.gz")
@@ -72,7 +72,7 @@ def gpudiag_trace(path: Path, steps: int = 3, close: bool = True, run_id: str = 
 
 def test_gzip_bomb_stops_at_the_ratio_limit(tmp_path, capsys, monkeypatch):
     """Was: non-Kineto formats decompressed whole files (2.7 MB bomb -> 22 GB RSS)."""
-    monkeypatch.setattr(source, "MIN_GZIP_LIMIT", 1 << 20)
+    monkeypatch.setattr(source_files, "MIN_GZIP_LIMIT", 1 << 20)
     p = tmp_path / "bomb.json.gz"
     with gzip.open(p, "wb") as f:  # 8 MiB of blank lines in a ~8 KiB file
         f.write(b"\n" * (8 << 20))
@@ -91,7 +91,7 @@ def test_xplane_beyond_the_decode_bound_is_refused_before_decoding(capsys, monke
     monkeypatch.delenv("GPUDIAG_MAX_XPLANE_MB", raising=False)
     calls = []
     monkeypatch.setattr(
-        "gpudiag.trace.xplane.read_xplane", lambda p, bounds=None: calls.append(p) or []
+        "gpudiag.trace.tf.xspace.reader.read_xplane", lambda p, bounds=None: calls.append(p) or []
     )
     code, _, err = analyze(capsys, xplane, "--max-xplane-mb", "1")
     assert code == 2 and err.count("\n") == 1
@@ -106,7 +106,7 @@ def test_xplane_beyond_the_decode_bound_is_refused_before_decoding(capsys, monke
 
 @pytest.mark.parametrize("kind", ["kineto", "gpudiag"])
 def test_gzip_bomb_in_each_format(tmp_path, kind, monkeypatch):
-    monkeypatch.setattr(source, "MIN_GZIP_LIMIT", 1 << 20)
+    monkeypatch.setattr(source_files, "MIN_GZIP_LIMIT", 1 << 20)
     head = (
         KINETO_TOP + "["
         if kind == "kineto"
@@ -133,8 +133,10 @@ def test_deep_nesting_is_refused_not_parsed(tmp_path, capsys):
 
 
 def test_a_huge_string_is_refused(tmp_path, monkeypatch):
-    monkeypatch.setattr(source, "MAX_STRING", 1 << 16)
-    monkeypatch.setattr(source.JsonGuard.__init__, "__defaults__", (source.MAX_DEPTH, 1 << 16))
+    monkeypatch.setattr(source_files, "MAX_STRING", 1 << 16)
+    monkeypatch.setattr(
+        source_files.JsonGuard.__init__, "__defaults__", (source_files.MAX_DEPTH, 1 << 16)
+    )
     p = kineto_file(tmp_path, "long.json", '[{"ph":"X","name":"' + "a" * (1 << 18) + '"}]')
     with pytest.raises(TraceError, match="JSON string longer than"):
         load_file(p)
@@ -144,18 +146,18 @@ def test_json_guard_tracks_strings_and_escapes_across_chunks():
     """Brackets inside strings (also after escaped quotes split between reads) don't count."""
     doc = b'{"a": "[[[\\"[[", "b": [[1]], "c": "x\\\\", "d": "]]]"}'
     for size in range(1, len(doc) + 1):
-        guard = source.JsonGuard("t", max_depth=3)
+        guard = source_files.JsonGuard("t", max_depth=3)
         for i in range(0, len(doc), size):
             guard.feed(doc[i : i + size])
         assert guard.depth == 0
     with pytest.raises(TraceError, match="deeper than 3"):
-        source.JsonGuard("t", max_depth=3).feed(b'{"a": [[[1]]]}')
+        source_files.JsonGuard("t", max_depth=3).feed(b'{"a": [[[1]]]}')
 
 
 def test_a_line_without_end_is_refused(tmp_path, monkeypatch):
-    from gpudiag.trace import gpudiag_format
+    from gpudiag.trace.native import reader as native_reader
 
-    monkeypatch.setattr(gpudiag_format, "MAX_LINE", 1 << 16)
+    monkeypatch.setattr(native_reader, "MAX_LINE", 1 << 16)
     p = tmp_path / "flood.json"
     p.write_bytes(
         b'[\n{"name":"gpudiag.metadata","ph":"M","args":{"format":"gpudiag-trace"}}\n'
@@ -232,7 +234,7 @@ def test_follow_survives_a_malformed_line_and_a_wrong_type(tmp_path):
 
 
 def test_follow_memory_is_bounded_for_a_flood_without_newlines(tmp_path, monkeypatch):
-    from gpudiag.trace import follow
+    from gpudiag.trace.native import follow
 
     monkeypatch.setattr(follow, "MAX_LINE", 1 << 16)
     p = gpudiag_trace(tmp_path / "t.json", steps=2, close=False)

@@ -210,7 +210,7 @@ def test_pydataset_lint_leaves_global_rng_alone():
 
 
 def test_writer_stops_writing_after_a_failure_and_counts(tmp_path, monkeypatch):
-    from gpudiag.trace.timeline import Metadata
+    from gpudiag.trace.model.timeline import Metadata
 
     real_write = os.write
     calls = {"n": 0}

@@ -10,8 +10,8 @@ import pytest
 
 from gpudiag.record.fit_clock import FitClock, callback_facts, find_callbacks
 from gpudiag.record.writer import TraceWriter
-from gpudiag.trace.gpudiag_events import SPAN_CALLBACK, SPAN_OWN
-from gpudiag.trace.timeline import Metadata
+from gpudiag.trace.model.timeline import Metadata
+from gpudiag.trace.native.events import SPAN_CALLBACK, SPAN_OWN
 
 
 class Base:

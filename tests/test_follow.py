@@ -16,8 +16,8 @@ from rich.console import Console
 from gpudiag.record.writer import TraceWriter
 from gpudiag.show.follow import TraceFollower
 from gpudiag.show.live import LiveState, render
-from gpudiag.trace.follow import NotGpudiagTrace, TraceTail
-from gpudiag.trace.timeline import Kind, Metadata
+from gpudiag.trace.model.timeline import Kind, Metadata
+from gpudiag.trace.native.follow import NotGpudiagTrace, TraceTail
 from tests.conftest import REPO
 from tests.synth import periodic
 
@@ -263,7 +263,7 @@ def _open_window_stream(path, steps: int, findings: int = 0) -> None:
     kernel and input wait (what the tail must hold a bounded window of)."""
     import numpy as np
 
-    from gpudiag.trace.timeline import Timeline
+    from gpudiag.trace.model.timeline import Timeline
 
     w = TraceWriter(str(path), Metadata(producer="gpudiag", devices=["GPU 0"]), flush_every=0)
     w.detail(True)
@@ -283,7 +283,7 @@ def _open_window_stream(path, steps: int, findings: int = 0) -> None:
 def test_a_window_that_never_closes_is_held_to_its_latest_events(tmp_path, monkeypatch):
     """Was: a 57 MB stream of one open window took the follower to 417 MB (every event of
     the window kept). Now its latest MAX_WINDOW_EVENTS, whatever the file's size."""
-    from gpudiag.trace import follow
+    from gpudiag.trace.native import follow
 
     monkeypatch.setattr(follow, "MAX_WINDOW_EVENTS", 3000)
     monkeypatch.setattr(follow, "MAX_META_EVENTS", 50)
@@ -300,7 +300,7 @@ def test_a_window_that_never_closes_is_held_to_its_latest_events(tmp_path, monke
 
 def test_each_poll_reads_a_bounded_slice_and_a_tail_far_behind_skips_ahead(tmp_path, monkeypatch):
     """Was: 64 MB parsed per poll, no frame drawn for 18 s with the writer at full speed."""
-    from gpudiag.trace import follow
+    from gpudiag.trace.native import follow
 
     monkeypatch.setattr(follow, "MAX_READ", 100_000)
     monkeypatch.setattr(follow, "MAX_BEHIND", 1_000_000)

@@ -6,11 +6,11 @@ from __future__ import annotations
 import pytest
 
 from gpudiag.analyze import diagnose
-from gpudiag.trace.comm import classify
-from gpudiag.trace.facts import host_call_kind, kernel_precision
 from gpudiag.trace.load import load_file
-from gpudiag.trace.steps_infer import drop_warmup, ensure_steps
-from gpudiag.trace.timeline import Kind, Timeline
+from gpudiag.trace.model.steps_infer import drop_warmup, ensure_steps
+from gpudiag.trace.model.timeline import Kind, Timeline
+from gpudiag.trace.names.comm import classify
+from gpudiag.trace.names.facts import host_call_kind, kernel_precision
 from tests import foreign
 
 

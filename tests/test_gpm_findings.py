@@ -23,8 +23,8 @@ from gpudiag.record.nvml_replay import ReplayNvml
 from gpudiag.record.samplers import SamplerSet, gpu_samples
 from gpudiag.record.writer import TraceWriter
 from gpudiag.trace.load import load_file
-from gpudiag.trace.runconfig import RunConfig
-from gpudiag.trace.timeline import Kind, Metadata, Timeline
+from gpudiag.trace.model.runconfig import RunConfig
+from gpudiag.trace.model.timeline import Kind, Metadata, Timeline
 
 H100 = Path(__file__).resolve().parent.parent / "sample_traces" / "h100_keras_jax"
 READ_S = 0.25

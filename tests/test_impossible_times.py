@@ -15,8 +15,8 @@ import pytest
 
 from gpudiag.analyze.verdict import DOUBTFUL_DEVICE_TIMES
 from gpudiag.trace.load import load_file
-from gpudiag.trace.stream_overlap import StreamOverlap
-from gpudiag.trace.timeline import Kind
+from gpudiag.trace.model.stream_overlap import StreamOverlap
+from gpudiag.trace.model.timeline import Kind
 from tests.conftest import REPO, SAMPLES
 from tests.xspace_build import MS, training_profile, write
 

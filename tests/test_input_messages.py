@@ -16,7 +16,7 @@ import pytest
 
 from gpudiag.cli import main
 from gpudiag.trace.load import load_file
-from gpudiag.trace.timeline import Metadata
+from gpudiag.trace.model.timeline import Metadata
 from tests.foreign import rocm_hipfree
 from tests.synth import periodic, record_profiled
 
@@ -116,7 +116,7 @@ def test_a_malformed_event_is_named_not_an_internal_error(tmp_path, capsys):
 
 
 def test_unforeseen_errors_in_pool_workers_state_no_internal_text(tmp_path, monkeypatch):
-    from gpudiag.trace import runs
+    from gpudiag.trace.ranks import runs
 
     def broken(path, limits=None):
         raise AttributeError("'list' object has no attribute 'get'")

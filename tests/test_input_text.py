@@ -25,7 +25,7 @@ from gpudiag.show.html import render_html
 from gpudiag.show.report import plain_report, render_report
 from gpudiag.show.safe import clean, escaped
 from gpudiag.show.tensorboard import verdict_markdown
-from gpudiag.trace.timeline import Metadata, RecordedFinding
+from gpudiag.trace.model.timeline import Metadata, RecordedFinding
 from tests import foreign
 from tests.synth import periodic
 from tests.test_html import render_in_chromium, root_attrs

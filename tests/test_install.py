@@ -31,7 +31,7 @@ def test_xplane_is_analyzed_without_xprof_or_tensorflow():
 def test_xprof_tool_without_xprof_is_one_line_naming_the_extra():
     r = _run(
         "import sys; sys.modules['xprof'] = None; "
-        "from gpudiag.trace.xplane_xprof import xprof_overview; "
+        "from gpudiag.trace.tf.xspace.by_xprof import xprof_overview; "
         f"xprof_overview({XPLANE!r})"
     )
     last = r.stderr.strip().splitlines()[-1]
@@ -54,7 +54,7 @@ def test_compare_and_html_do_not_import_tensorflow(tmp_path):
 def test_xprof_with_a_missing_dependency_names_it():
     r = _run(
         "import sys; sys.modules['six'] = None; "
-        "from gpudiag.trace.xplane_xprof import xprof_overview; "
+        "from gpudiag.trace.tf.xspace.by_xprof import xprof_overview; "
         f"xprof_overview({XPLANE!r})"
     )
     last = r.stderr.strip().splitlines()[-1]

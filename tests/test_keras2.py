@@ -313,7 +313,7 @@ def test_the_other_keras_2_reads_a_python_map_as_data_starved(python, tmp_path):
 def test_remedies_name_keras_2s_api_in_a_keras_2_fit(kind, stage):
     """Keras 2 has no PyDataset: its Python input runs in a Sequence, workers given to fit."""
     from gpudiag.analyze import diagnose
-    from gpudiag.trace.runconfig import RunConfig
+    from gpudiag.trace.model.runconfig import RunConfig
     from tests.synth import periodic
 
     def advice(**generation) -> str:

@@ -17,10 +17,10 @@ from gpudiag.analyze.rules import batch_not_multiple_of_replicas as uneven
 from gpudiag.analyze.rules import partial_last_batch as ragged
 from gpudiag.analyze.rules import small_model_multi_gpu as small
 from gpudiag.record.keras_distribution import FirstBatchWatch, mesh_facts
-from gpudiag.trace.compiles import CompileEvent
 from gpudiag.trace.load import load_file
-from gpudiag.trace.runconfig import RunConfig
-from gpudiag.trace.timeline import Kind, Timeline
+from gpudiag.trace.model.compiles import CompileEvent
+from gpudiag.trace.model.runconfig import RunConfig
+from gpudiag.trace.model.timeline import Kind, Timeline
 from tests.conftest import REPO
 
 

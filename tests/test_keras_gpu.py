@@ -12,9 +12,9 @@ from gpudiag.analyze import diagnose
 from gpudiag.analyze.input_stage import input_stage
 from gpudiag.analyze.tensor_cores import precision_plan
 from gpudiag.trace.load import load_file
-from gpudiag.trace.runconfig import RunConfig
-from gpudiag.trace.sink import IntervalBudget
-from gpudiag.trace.tf_steps import align_device_steps, host_spans
+from gpudiag.trace.model.runconfig import RunConfig
+from gpudiag.trace.model.sink import IntervalBudget
+from gpudiag.trace.tf.viewer.steps import align_device_steps, host_spans
 from tests import foreign
 from tests.keras_gpu_profiles import Profile, async_tail
 

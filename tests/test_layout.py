@@ -12,7 +12,8 @@ from pathlib import Path
 import gpudiag
 
 PACKAGE = Path(gpudiag.__file__).parent
-ROOT = "gpudiag"  # the facade: lazy re-exports only; everything may read its __version__
+ROOT = "gpudiag"  # the facade: lazy re-exports only, imported by nothing inside the package
+COMMAND_LINE = "gpudiag.cli"  # the top: called by ``gpudiag.__main__``, imported by nothing
 
 
 def _modules() -> dict[str, Path]:
@@ -49,7 +50,11 @@ def _imports(name: str, path: Path, mods: dict[str, Path]) -> set[str]:
 
 def _graph() -> dict[str, set[str]]:
     mods = _modules()
-    return {n: _imports(n, p, mods) - {ROOT} for n, p in mods.items() if n != ROOT}
+    return {n: _imports(n, p, mods) for n, p in mods.items()}
+
+
+def _within(name: str, package: str) -> bool:
+    return name == package or name.startswith(package + ".")
 
 
 def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -119,3 +124,85 @@ def test_show_modules_are_small():
         for p in (PACKAGE / "show").rglob("*.py")
     }
     assert {k: n for k, n in sizes.items() if n > 400} == {}
+
+
+def test_nothing_imports_the_command_line():
+    """The library sits below ``cli/``: notebooks (``api.py``), the MCP server and the
+    command line all call down into ``gpudiag.diagnose_files``."""
+    graph = _graph()
+    wrong = {
+        name: sorted(d for d in deps if _within(d, COMMAND_LINE))
+        for name, deps in graph.items()
+        if not _within(name, COMMAND_LINE) and name != "gpudiag.__main__"
+    }
+    assert {k: v for k, v in wrong.items() if v} == {}
+
+
+def test_nothing_imports_the_package_root():
+    """The root re-exports the public names; a module below that imported it would import
+    upward (its ``__version__`` lives in ``gpudiag.version``)."""
+    assert sorted(name for name, deps in _graph().items() if ROOT in deps) == []
+
+
+TRACE = "gpudiag.trace"
+READERS_MAY_IMPORT = {"model", "names", "source", "errors", "quiet"}
+# each part of gpudiag.trace: the other parts it may import (its own modules always)
+TRACE_PARTS = {
+    "model": {"errors"},  # the data model, under everything
+    "names": {"model"},
+    "source": {"model", "errors"},  # bytes, Chrome JSON events, bounds
+    "native": READERS_MAY_IMPORT,  # one sub-package per format: never another format
+    "kineto": READERS_MAY_IMPORT,
+    "tf": READERS_MAY_IMPORT,
+}
+
+
+def _trace_part(name: str) -> str | None:
+    parts = name.split(".")
+    return parts[2] if _within(name, TRACE) and len(parts) > 2 else None
+
+
+def test_trace_imports_nothing_from_the_layers_above():
+    graph = _graph()
+    wrong = {
+        name: sorted(d for d in deps if not _within(d, TRACE))
+        for name, deps in graph.items()
+        if _within(name, TRACE)
+    }
+    assert {k: v for k, v in wrong.items() if v} == {}
+
+
+def test_trace_formats_import_only_the_model_names_and_sources():
+    """A format's reader builds on ``model/``, ``names/`` and ``source/`` only, and never on
+    another format: one can be added or removed without touching the others."""
+    graph = _graph()
+    wrong = {}
+    for name, deps in graph.items():
+        part = _trace_part(name)
+        if part not in TRACE_PARTS:
+            continue
+        allowed = TRACE_PARTS[part] | {part}
+        bad = sorted(d for d in deps if _trace_part(d) not in allowed)
+        if bad:
+            wrong[name] = bad
+    assert wrong == {}
+
+
+def test_the_trace_viewer_reader_never_loads_the_xspace_side():
+    """``tf/xspace/`` decodes into trace-viewer events and hands them to ``tf/viewer/``; the
+    reverse would load the protobuf side for every JSON trace."""
+    graph = _graph()
+    wrong = {
+        name: sorted(d for d in deps if _within(d, f"{TRACE}.tf.xspace"))
+        for name, deps in graph.items()
+        if _within(name, f"{TRACE}.tf.viewer")
+    }
+    assert {k: v for k, v in wrong.items() if v} == {}
+
+
+def test_every_trace_part_is_placed():
+    """A new module of gpudiag.trace lands in a part the rules above know (or is one of the
+    few at the top: the table of formats, loading, errors, quiet)."""
+    top = {"formats", "load", "errors", "quiet"}
+    known = set(TRACE_PARTS) | top | {"ranks"}
+    assert sorted({p for n in _modules() if (p := _trace_part(n)) and p not in known}) == []

@@ -9,8 +9,8 @@ import pytest
 from gpudiag.analyze import diagnose
 from gpudiag.analyze.diagnosis import Finding
 from gpudiag.analyze.lints import judge
-from gpudiag.trace.runconfig import RunConfig
-from gpudiag.trace.timeline import Timeline
+from gpudiag.trace.model.runconfig import RunConfig
+from gpudiag.trace.model.timeline import Timeline
 
 
 def test_judge_names_the_fix_of_each_finding():

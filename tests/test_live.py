@@ -213,7 +213,7 @@ def test_follow_in_a_real_80x24_terminal(tmp_path):
     """The monitor in tmux at 80x24: every panel line ends at the right edge (nothing
     wrapped), the verdict is on screen, and q quits with status 0."""
     from gpudiag.record.writer import TraceWriter
-    from gpudiag.trace.timeline import Metadata
+    from gpudiag.trace.model.timeline import Metadata
     from tests.synth import periodic
 
     trace = tmp_path / "run.json"

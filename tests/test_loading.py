@@ -10,11 +10,11 @@ from gpudiag.analyze.diagnosis import Diagnosis, Finding
 from gpudiag.cli import main
 from gpudiag.trace.errors import TraceError
 from gpudiag.trace.formats import FORMATS, find_format
-from gpudiag.trace.limits import ReadLimits
 from gpudiag.trace.load import load_file
-from gpudiag.trace.runs import identify
-from gpudiag.trace.sink import LIMIT_ENV
-from gpudiag.trace.timeline import Metadata
+from gpudiag.trace.model.sink import LIMIT_ENV
+from gpudiag.trace.model.timeline import Metadata
+from gpudiag.trace.ranks.runs import identify
+from gpudiag.trace.source.limits import ReadLimits
 from tests.conftest import SAMPLES
 from tests.synth import periodic, record_profiled
 

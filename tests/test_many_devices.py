@@ -16,7 +16,7 @@ import pytest
 from benchmarks.peak_rss import run_measured
 from gpudiag.analyze import device_budget, diagnose
 from gpudiag.analyze.rules.straggler import find_straggler, median_of_others
-from gpudiag.trace.timeline import Kind, Metadata, Timeline
+from gpudiag.trace.model.timeline import Kind, Metadata, Timeline
 from tests.conftest import REPO
 
 pytestmark = pytest.mark.timeout(120)

@@ -18,8 +18,8 @@ from gpudiag.analyze.evidence import HostFacts, Situation
 from gpudiag.analyze.headroom import MemoryFacts, batch_check, memory_facts
 from gpudiag.analyze.rules import memory_growth
 from gpudiag.record.memory import DeviceMemory, MemoryProbe
-from gpudiag.trace.runconfig import RunConfig
-from gpudiag.trace.timeline import Metadata, Timeline
+from gpudiag.trace.model.runconfig import RunConfig
+from gpudiag.trace.model.timeline import Metadata, Timeline
 from tests.rules.kit import evidence
 
 ROOT = Path(__file__).resolve().parent.parent

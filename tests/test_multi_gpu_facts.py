@@ -13,11 +13,11 @@ from gpudiag.analyze.rules import gpus_held_idle, layout_transposes, whole_batch
 from gpudiag.record.run_facts import describe_input, element_bytes, run_config
 from gpudiag.record.window_facts import WindowFacts, default_gpus, nvml_indices
 from gpudiag.record.writer import TraceWriter
-from gpudiag.trace.facts import copy_bytes
-from gpudiag.trace.gpudiag_format import read_gpudiag
 from gpudiag.trace.load import load_file
-from gpudiag.trace.runconfig import RunConfig
-from gpudiag.trace.timeline import Metadata
+from gpudiag.trace.model.runconfig import RunConfig
+from gpudiag.trace.model.timeline import Metadata
+from gpudiag.trace.names.facts import copy_bytes
+from gpudiag.trace.native.reader import read_gpudiag
 from tests import foreign
 from tests.multi_gpu import BATCH, SAMPLE, STEP_US, tf_conv_run
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from gpudiag.trace import source
 from gpudiag.trace.errors import TraceError
+from gpudiag.trace.source import files as source_files
 from tests.conftest import REPO
 
 SECRET = "AKIA0123456789SECRET"
@@ -65,7 +65,7 @@ def test_integers_beyond_64_bits_in_a_json_that_is_no_trace(tmp_path):
     assert r.returncode == 2 and "a JSON list whose items are not trace events" in r.stderr
 
 
-def _feed(guard: source.JsonGuard, doc: bytes, size: int) -> None:
+def _feed(guard: source_files.JsonGuard, doc: bytes, size: int) -> None:
     for i in range(0, len(doc), size):
         guard.feed(doc[i : i + size])
 
@@ -77,16 +77,16 @@ def test_the_string_bound_restarts_with_each_string():
     name = b"n" * (36 << 10)
     doc = b'[{"name": "' + name + b'", "ph": "X", "cat": "kernel"}, {"name": "' + name + b'"}]'
     for size in (1000, 16 << 10, 64 << 10):
-        guard = source.JsonGuard("t", max_string=64 << 10)
+        guard = source_files.JsonGuard("t", max_string=64 << 10)
         _feed(guard, doc, size)
         assert guard.depth == 0
     # escapes and a backslash cut at a chunk's end still count from the string's start
     escaped = b'["' + b'\\"' * (20 << 10) + b'", "' + b"x" * (40 << 10) + b'"]'
-    _feed(source.JsonGuard("t", max_string=64 << 10), escaped, 4097)
+    _feed(source_files.JsonGuard("t", max_string=64 << 10), escaped, 4097)
 
 
 def test_one_string_over_the_bound_is_still_refused():
     doc = b'[{"name": "' + b"n" * (70 << 10) + b'"}]'
     for size in (1000, 16 << 10, 40 << 10):  # a string inside one chunk: the chunk bounds it
         with pytest.raises(TraceError, match="JSON string longer than"):
-            _feed(source.JsonGuard("t", max_string=64 << 10), doc, size)
+            _feed(source_files.JsonGuard("t", max_string=64 << 10), doc, size)

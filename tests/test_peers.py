@@ -10,9 +10,9 @@ import pytest
 from gpudiag.analyze import diagnose
 from gpudiag.analyze import thresholds as T
 from gpudiag.analyze.arrival import chance_last, wilson_low
-from gpudiag.trace.comm import classify_op, is_copy
 from gpudiag.trace.load import load_file
-from gpudiag.trace.timeline import Kind, Metadata, Timeline
+from gpudiag.trace.model.timeline import Kind, Metadata, Timeline
+from gpudiag.trace.names.comm import classify_op, is_copy
 from tests import foreign, peer_shapes, synth
 
 

@@ -10,9 +10,9 @@ import time
 import psutil
 import pytest
 
-from gpudiag.trace.limits import ReadLimits
-from gpudiag.trace.runs import WORKER_BASE_MB, pool_size
-from gpudiag.trace.timeline import Metadata
+from gpudiag.trace.model.timeline import Metadata
+from gpudiag.trace.ranks.runs import WORKER_BASE_MB, pool_size
+from gpudiag.trace.source.limits import ReadLimits
 from tests.conftest import REPO
 from tests.synth import periodic, record_profiled
 

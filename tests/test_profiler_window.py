@@ -15,7 +15,7 @@ import pytest
 
 from gpudiag.record.backends import ProfilerSession, RecordBackend
 from gpudiag.record.profiler import ProfilerWindow
-from gpudiag.trace.timeline import Kind, Timeline
+from gpudiag.trace.model.timeline import Kind, Timeline
 
 OFFSET_US = 5e9  # the profiler's clock: 5000 s behind the wall clock
 START_S = 0.03

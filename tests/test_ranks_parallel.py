@@ -14,8 +14,8 @@ import pytest
 
 from gpudiag.cli import main as cli_main
 from gpudiag.record.writer import TraceWriter
-from gpudiag.trace.runs import group_runs, load_ranks
-from gpudiag.trace.timeline import Metadata
+from gpudiag.trace.model.timeline import Metadata
+from gpudiag.trace.ranks.runs import group_runs, load_ranks
 from tests.conftest import SAMPLES
 
 pytestmark = pytest.mark.timeout(180)
@@ -126,8 +126,8 @@ def test_a_bad_rank_file_is_named(rank_dir, tmp_path, capsys):
 
 
 def test_summaries_keep_only_the_profiled_window():
-    from gpudiag.trace.rank_summary import summarize
-    from gpudiag.trace.timeline import Kind, Timeline
+    from gpudiag.trace.model.timeline import Kind, Timeline
+    from gpudiag.trace.ranks.summary import summarize
 
     tl = Timeline(meta=Metadata(producer="gpudiag"))
     tl.add_steps(

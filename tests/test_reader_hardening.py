@@ -15,14 +15,14 @@ from pathlib import Path
 import pytest
 
 from gpudiag.record.writer import TraceWriter
-from gpudiag.trace import comm, facts
-from gpudiag.trace.chrome import check_event
 from gpudiag.trace.errors import TraceError
-from gpudiag.trace.event_lines import line_events
 from gpudiag.trace.load import load_file
-from gpudiag.trace.name_scan import CACHE_CHARS, NameCache, lowered
-from gpudiag.trace.sink import STEP_WEIGHT, limit_intervals
-from gpudiag.trace.timeline import Metadata
+from gpudiag.trace.model.sink import STEP_WEIGHT, limit_intervals
+from gpudiag.trace.model.timeline import Metadata
+from gpudiag.trace.names import comm, facts
+from gpudiag.trace.names.name_scan import CACHE_CHARS, NameCache, lowered
+from gpudiag.trace.source.chrome import check_event
+from gpudiag.trace.source.event_lines import line_events
 from tests.conftest import SAMPLES
 
 

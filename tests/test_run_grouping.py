@@ -9,7 +9,7 @@ import shutil
 from pathlib import Path
 
 from gpudiag.cli import main
-from gpudiag.trace.runs import RankFile, several_runs_problem
+from gpudiag.trace.ranks.runs import RankFile, several_runs_problem
 from tests.conftest import SAMPLES
 
 
@@ -71,8 +71,8 @@ def _kept(folder: Path, windows: int, inside: bool = False) -> Path:
     real xplane files of another run, each a run of its own if read alone) and the manifest
     naming the run's trace, copied there or written there."""
     from gpudiag.record.writer import TraceWriter
-    from gpudiag.trace.kept_run import write_manifest
-    from gpudiag.trace.timeline import Metadata
+    from gpudiag.trace.model.timeline import Metadata
+    from gpudiag.trace.ranks.kept_run import write_manifest
 
     names = []
     for k in range(windows):
@@ -90,8 +90,8 @@ def _kept(folder: Path, windows: int, inside: bool = False) -> Path:
 
 
 def test_a_kept_profile_dir_is_one_run_read_from_its_trace(tmp_path, capsys):
-    from gpudiag.trace.kept_run import TRACE_NAME
-    from gpudiag.trace.runs import run_files
+    from gpudiag.trace.ranks.kept_run import TRACE_NAME
+    from gpudiag.trace.ranks.runs import run_files
 
     kept = tmp_path / "profile"
     kept.mkdir()
@@ -107,7 +107,7 @@ def test_a_kept_profile_dir_is_one_run_read_from_its_trace(tmp_path, capsys):
 
 
 def test_a_kept_profile_dir_without_its_trace_says_what_is_missing(tmp_path, capsys):
-    from gpudiag.trace.kept_run import TRACE_NAME
+    from gpudiag.trace.ranks.kept_run import TRACE_NAME
 
     kept = tmp_path / "profile"
     kept.mkdir()

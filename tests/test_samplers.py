@@ -17,7 +17,7 @@ from gpudiag.record.samplers import (
     gpu_sampler,
     host_samples,
 )
-from gpudiag.trace.timeline import COUNTER_NAMES
+from gpudiag.trace.model.timeline import COUNTER_NAMES
 
 FIXTURE = Path(__file__).parent / "data" / "nvml_h100_bursty.json"
 

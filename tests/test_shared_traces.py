@@ -96,7 +96,7 @@ def test_breakdowns_sum_to_one_everywhere():
 
 def test_xplane_breakdown_matches_xprof_overview():
     pytest.importorskip("xprof")
-    from gpudiag.trace.xplane_xprof import xprof_overview
+    from gpudiag.trace.tf.xspace.by_xprof import xprof_overview
 
     path = sample("tf_gpu_multi_worker.xplane.pb")
     ov = xprof_overview(path)

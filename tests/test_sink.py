@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from gpudiag.cli import main
-from gpudiag.trace.sink import (
+from gpudiag.trace.model.sink import (
     LIMIT_ENV,
     MAX_KEYS,
     IntervalBudget,
@@ -17,7 +17,7 @@ from gpudiag.trace.sink import (
     interval_limit,
     share_of_limit,
 )
-from gpudiag.trace.timeline import Kind, Metadata, Timeline, union_of
+from gpudiag.trace.model.timeline import Kind, Metadata, Timeline, union_of
 from tests.synth import periodic, record_profiled
 
 

@@ -9,7 +9,7 @@ import pytest
 from gpudiag.analyze import diagnose
 from gpudiag.analyze import thresholds as T
 from gpudiag.analyze.arrival import CALLBACK, PROFILED, RankTiming, find_waited_for
-from gpudiag.trace.timeline import Kind, Metadata, Timeline
+from gpudiag.trace.model.timeline import Kind, Metadata, Timeline
 
 STEP_US = 10_000.0
 

@@ -107,7 +107,7 @@ def test_quoted_patterns_are_expanded_by_gpudiag(tmp_path):
 
 def test_follow_pattern_picks_the_newest_trace(tmp_path):
     from gpudiag.record.writer import TraceWriter
-    from gpudiag.trace.timeline import Metadata
+    from gpudiag.trace.model.timeline import Metadata
 
     TraceWriter(str(tmp_path / "gpudiag-trace-1.json"), Metadata(producer="gpudiag")).close()
     os.utime(tmp_path / "gpudiag-trace-1.json", (1, 1))  # the older run
@@ -164,7 +164,7 @@ def test_report_at_80_columns_cuts_no_word_and_wraps_no_name():
 
 
 def test_cpu_replica_names_stay_on_one_line_at_80_columns():
-    from gpudiag.trace.timeline import Kind, Metadata, Timeline
+    from gpudiag.trace.model.timeline import Kind, Metadata, Timeline
 
     tl = Timeline(meta=Metadata(producer="gpudiag", device_type="CPU", replicas=2))
     starts = [i * 1000.0 for i in range(6)]

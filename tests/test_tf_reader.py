@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 
 from gpudiag.analyze import diagnose
-from gpudiag.trace import chrome
 from gpudiag.trace.load import load_file
-from gpudiag.trace.sink import LIMIT_ENV, MAX_KEYS
-from gpudiag.trace.tfprof import MAX_REPLICAS
+from gpudiag.trace.model.sink import LIMIT_ENV, MAX_KEYS
+from gpudiag.trace.source import chrome
+from gpudiag.trace.tf.viewer.reader import MAX_REPLICAS
 from tests import foreign
 from tests.foreign import tf_event as _x
 from tests.foreign import tf_meta as _m
@@ -259,7 +259,7 @@ def test_xplane_events_are_streamed_not_decoded_from_one_json(monkeypatch):
     pytest.importorskip("xprof")
     from xprof.convert import raw_to_tool_data
 
-    from gpudiag.trace.xplane_xprof import read_xplane_xprof
+    from gpudiag.trace.tf.xspace.by_xprof import read_xplane_xprof
     from tests.conftest import sample
 
     def refuse(raw: bytes) -> str:
@@ -276,13 +276,13 @@ def test_xplane_without_xprofs_event_stream_reads_its_public_json_the_same(monke
     streamed from a private file, giving the same timelines."""
     pytest.importorskip("xprof")
     from gpudiag.analyze import diagnose
-    from gpudiag.trace import xplane_xprof
+    from gpudiag.trace.tf.xspace import by_xprof
     from tests.conftest import sample
 
     path = sample("tf_gpu_multi_worker.xplane.pb")
-    streamed = diagnose(xplane_xprof.read_xplane_xprof(path)).to_dict()
-    monkeypatch.setattr(xplane_xprof, "_event_stream_available", lambda: False)
-    tls = xplane_xprof.read_xplane_xprof(path)
+    streamed = diagnose(by_xprof.read_xplane_xprof(path)).to_dict()
+    monkeypatch.setattr(by_xprof, "_event_stream_available", lambda: False)
+    tls = by_xprof.read_xplane_xprof(path)
     assert [tl.meta.producer for tl in tls] == ["xplane", "xplane"]
     assert all(tl.meta.source == path for tl in tls)
     assert diagnose(tls).to_dict() == streamed
@@ -371,7 +371,7 @@ def test_an_integer_beyond_64_bits_is_a_float_by_line(tmp_path):
 
 
 def test_step_markers_answered_first_as_every_question_would():
-    from gpudiag.trace.tf_names import STEP, classified, name_info
+    from gpudiag.trace.tf.viewer.lanes import STEP, classified, name_info
 
     for name in ("train 0", "train 7", "train 123456789"):
         assert name_info(name) == classified(name)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpudiag.trace.timeline import Intervals, Kind, Timeline, subtract, union_many, union_of
+from gpudiag.trace.model.timeline import Intervals, Kind, Timeline, subtract, union_many, union_of
 
 
 def test_union_merges_overlaps_and_nesting():

@@ -10,7 +10,7 @@ from gpudiag.analyze import diagnose
 from gpudiag.record.writer import TraceWriter
 from gpudiag.trace.errors import TraceError
 from gpudiag.trace.load import load_file
-from gpudiag.trace.timeline import Metadata, RecordedFinding
+from gpudiag.trace.model.timeline import Metadata, RecordedFinding
 from tests.synth import periodic
 
 
@@ -78,11 +78,11 @@ def test_flush_makes_events_visible_before_close(tmp_path):
 
 def _read_both(path, monkeypatch):
     """The file read with chunks decoded whole (the fast path), then line by line."""
-    from gpudiag.trace import gpudiag_format
+    from gpudiag.trace.native import reader as native_reader
 
     (fast,) = load_file(str(path))
     with monkeypatch.context() as m:
-        m.setattr(gpudiag_format, "_decode_lines", lambda lines: None)
+        m.setattr(native_reader, "_decode_lines", lambda lines: None)
         (slow,) = load_file(str(path))
     return fast, slow
 
@@ -118,7 +118,7 @@ def test_chunks_decoded_whole_read_as_line_by_line(tmp_path, monkeypatch):
 
 
 def test_corruption_deep_in_a_big_stream_names_its_line(tmp_path, monkeypatch):
-    from gpudiag.trace import gpudiag_format
+    from gpudiag.trace.native import reader as native_reader
 
     p = tmp_path / "bad.json"
     _write(p, steps=10_000)
@@ -128,6 +128,6 @@ def test_corruption_deep_in_a_big_stream_names_its_line(tmp_path, monkeypatch):
     p.write_text("\n".join(lines))
     with pytest.raises(TraceError, match=f"corrupt gpudiag trace at line {at + 1}$"):
         load_file(str(p))
-    monkeypatch.setattr(gpudiag_format, "_decode_lines", lambda lines: None)
+    monkeypatch.setattr(native_reader, "_decode_lines", lambda lines: None)
     with pytest.raises(TraceError, match=f"corrupt gpudiag trace at line {at + 1}$"):
         load_file(str(p))

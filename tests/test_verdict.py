@@ -16,7 +16,7 @@ from gpudiag.analyze.verdict import (
     decide,
     judge,
 )
-from gpudiag.trace.runconfig import RunConfig
+from gpudiag.trace.model.runconfig import RunConfig
 
 STARVED = {"input": 0.3, "transfer": 0.0, "compute": 0.6, "sync": 0.0, "other": 0.1}
 CONTENTION = Finding("cpu-contention", "high", "t", {"cpu_other_processes_p50_pct": 42.0})

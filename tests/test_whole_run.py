@@ -11,7 +11,7 @@ from gpudiag.analyze import diagnose
 from gpudiag.record import writer as writer_mod
 from gpudiag.record.writer import TraceWriter
 from gpudiag.trace.load import load_file
-from gpudiag.trace.timeline import Metadata
+from gpudiag.trace.model.timeline import Metadata
 from tests.synth import periodic
 
 WINDOW = 5

@@ -19,7 +19,7 @@ from gpudiag.record.profiler import WindowSchedule, plan_windows
 from gpudiag.record.samplers import SamplerSet
 from gpudiag.record.session_start import start_session
 from gpudiag.trace.load import load_file
-from gpudiag.trace.timeline import Metadata
+from gpudiag.trace.model.timeline import Metadata
 
 
 def test_windows_are_planned_in_calls_when_keras_runs_several_batches_per_call():

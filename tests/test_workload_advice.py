@@ -11,10 +11,10 @@ import pytest
 from gpudiag.analyze import diagnose, ranking
 from gpudiag.analyze.needs import describe
 from gpudiag.analyze.rules import host_overhead
-from gpudiag.trace.facts import LAYOUT_TRANSPOSE, RunFacts
 from gpudiag.trace.load import load_file
-from gpudiag.trace.name_scan import lowered, scanned
-from gpudiag.trace.timeline import STOPPED_EARLY
+from gpudiag.trace.model.timeline import STOPPED_EARLY
+from gpudiag.trace.names.facts import LAYOUT_TRANSPOSE, RunFacts
+from gpudiag.trace.names.name_scan import lowered, scanned
 from tests import foreign
 from tests.foreign import _x, kineto
 from tests.rules.kit import situation
@@ -278,7 +278,7 @@ def test_a_run_that_stopped_gets_findings_but_no_modelled_gain():
 
 
 def test_a_gpudiag_trace_that_stopped_is_read_as_stopped(tmp_path):
-    from gpudiag.trace.timeline import Metadata
+    from gpudiag.trace.model.timeline import Metadata
     from tests.synth import periodic, record_profiled
 
     path = tmp_path / "t.json"

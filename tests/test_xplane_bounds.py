@@ -10,8 +10,8 @@ import sys
 import pytest
 
 from gpudiag.trace.errors import TraceError
-from gpudiag.trace.xplane_xprof import MAX_XPROF_PLANES, xprof_tool
-from gpudiag.trace.xspace_schema import XSpace
+from gpudiag.trace.tf.xspace.by_xprof import MAX_XPROF_PLANES, xprof_tool
+from gpudiag.trace.tf.xspace.schema import XSpace
 from tests.xspace_build import MS, PlaneBuilder, training_profile, write
 
 ADDRESS_SPACE = 1 << 30  # the cap the fuzzer ran under

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from gpudiag.analyze import diagnose
-from gpudiag.trace.xplane import read_xplane
-from gpudiag.trace.xspace_events import open_xspace
-from gpudiag.trace.xspace_schema import XSpace
+from gpudiag.trace.tf.xspace.events import open_xspace
+from gpudiag.trace.tf.xspace.reader import read_xplane
+from gpudiag.trace.tf.xspace.schema import XSpace
 from tests.conftest import sample
 from tests.xspace_build import MS, PlaneBuilder, write
 
@@ -32,7 +32,7 @@ def _plain(ev: dict[str, Any]) -> str:
 
 def _xprof_events(path: str) -> list[dict[str, Any]]:
     pytest.importorskip("xprof")
-    from gpudiag.trace.xplane_xprof import TraceEvents, _trace
+    from gpudiag.trace.tf.xspace.by_xprof import TraceEvents, _trace
 
     return list(TraceEvents(_trace(path), path))
 
@@ -47,7 +47,7 @@ def test_events_are_xprofs_on_the_sample():
 
 def test_same_diagnosis_as_through_xprof():
     pytest.importorskip("xprof")
-    from gpudiag.trace.xplane_xprof import read_xplane_xprof
+    from gpudiag.trace.tf.xspace.by_xprof import read_xplane_xprof
 
     path = sample("tf_gpu_multi_worker.xplane.pb")
     direct = diagnose(read_xplane(path)).to_dict()

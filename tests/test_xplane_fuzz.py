@@ -14,7 +14,7 @@ import pytest
 from gpudiag.analyze import diagnose
 from gpudiag.trace.errors import TraceError
 from gpudiag.trace.load import load_file
-from gpudiag.trace.xspace_schema import XSpace
+from gpudiag.trace.tf.xspace.schema import XSpace
 from tests.conftest import sample
 
 RAW = Path(sample("tf_gpu_multi_worker.xplane.pb")).read_bytes()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gpudiag.trace.xspace_schema import XSpace
+from gpudiag.trace.tf.xspace.schema import XSpace
 
 SAMPLE = Path(__file__).resolve().parent.parent / "sample_traces" / "tf_gpu_multi_worker.xplane.pb"
 

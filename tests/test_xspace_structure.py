@@ -14,12 +14,12 @@ import pytest
 
 from benchmarks.hostile_xspace import xspace
 from benchmarks.peak_rss import run_measured
-from gpudiag.trace import xspace_lines
-from gpudiag.trace.limits import ReadLimits
-from gpudiag.trace.xplane import read_xplane
-from gpudiag.trace.xspace_counts import XSpaceBounds, xspace_shape
-from gpudiag.trace.xspace_lines import parse_line
-from gpudiag.trace.xspace_schema import XLine, XSpaceLines
+from gpudiag.trace.source.limits import ReadLimits, XSpaceBounds
+from gpudiag.trace.tf.xspace import lines as xspace_lines
+from gpudiag.trace.tf.xspace.counts import xspace_shape
+from gpudiag.trace.tf.xspace.lines import parse_line
+from gpudiag.trace.tf.xspace.reader import read_xplane
+from gpudiag.trace.tf.xspace.schema import XLine, XSpaceLines
 from tests.conftest import REPO, SAMPLES
 from tests.xspace_build import training_profile, write
 

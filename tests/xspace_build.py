@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from gpudiag.trace.xspace_schema import XSpace
+from gpudiag.trace.tf.xspace.schema import XSpace
 
 MS = 1_000_000_000  # picoseconds
 

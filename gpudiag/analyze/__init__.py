@@ -47,9 +47,9 @@ from gpudiag.analyze.timing_verdict import timing_verdict
 from gpudiag.analyze.verdict import Doubts, Verdict, judge
 from gpudiag.analyze.window_phase import scaled_to_run
 from gpudiag.analyze.workload import shown, workload_facts
-from gpudiag.trace.runconfig import RunConfig
-from gpudiag.trace.stream_overlap import DOUBTFUL
-from gpudiag.trace.timeline import Timeline
+from gpudiag.trace.model.runconfig import RunConfig
+from gpudiag.trace.model.stream_overlap import DOUBTFUL
+from gpudiag.trace.model.timeline import Timeline
 
 __all__ = ["Diagnosis", "diagnose"]
 

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from gpudiag.analyze.breakdown import CATEGORIES, profiled_steps, row_dicts
-from gpudiag.trace.timeline import COPY_KINDS, Intervals, Kind, Timeline, union_many
+from gpudiag.trace.model.timeline import COPY_KINDS, Intervals, Kind, Timeline, union_many
 
 BINS = 160
 MAX_RANKS = 8

@@ -35,7 +35,7 @@ import numpy as np
 from gpudiag.analyze import thresholds as T
 from gpudiag.analyze.breakdown import profiled_steps
 from gpudiag.analyze.diagnosis import Finding
-from gpudiag.trace.timeline import Kind, Timeline, subtract, union_many
+from gpudiag.trace.model.timeline import Kind, Timeline, subtract, union_many
 
 PROFILED = "collective arrival (profiled steps)"
 CALLBACK = "train-function arrival (callback step timing)"

@@ -34,8 +34,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from gpudiag.analyze.links import Link, link_of
-from gpudiag.trace.collectives import CollectiveOps
-from gpudiag.trace.timeline import Timeline
+from gpudiag.trace.model.collectives import CollectiveOps
+from gpudiag.trace.model.timeline import Timeline
 
 # Half the link's peak: nccl-tests reach 65-90% of it at large sizes (8x A100 all-reduce
 # about 230 of 300 GB/s; send/receive 195), so a run at half or more is held by the link.

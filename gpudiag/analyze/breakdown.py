@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from gpudiag.analyze.compile_time import compiling_steps
-from gpudiag.trace.timeline import (
+from gpudiag.trace.model.timeline import (
     COPY_KINDS,
     TRANSFER_KINDS,
     Kind,

@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from gpudiag.analyze.thresholds import GIL_BURST_S
-from gpudiag.trace.compiles import CompileEvent, Shapes
-from gpudiag.trace.intervals import Intervals, union_of
-from gpudiag.trace.timeline import Timeline
+from gpudiag.trace.model.compiles import CompileEvent, Shapes
+from gpudiag.trace.model.intervals import Intervals, union_of
+from gpudiag.trace.model.timeline import Timeline
 
 
 @dataclass

@@ -20,7 +20,7 @@ import dataclasses
 import numpy as np
 
 from gpudiag.analyze.breakdown import profiled_steps
-from gpudiag.trace.timeline import Intervals, Timeline
+from gpudiag.trace.model.timeline import Intervals, Timeline
 
 MAX_DEVICES = 1024  # 64x the largest host; a TPU slice read as one trace has 256 chips
 MAX_DEVICE_STEPS = 4_000_000  # rows of the per-device analyses: ~2 s of numpy, 32 MB a table

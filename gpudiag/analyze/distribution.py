@@ -12,7 +12,7 @@ the report's caveat, including the common slip of a LayoutMap that matches no va
 
 from __future__ import annotations
 
-from gpudiag.trace.runconfig import RunConfig
+from gpudiag.trace.model.runconfig import RunConfig
 
 
 def model_parallel_note(cfg: RunConfig) -> str | None:

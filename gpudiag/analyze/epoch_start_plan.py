@@ -16,7 +16,7 @@ from __future__ import annotations
 from gpudiag.analyze.diagnosis import Suggestion
 from gpudiag.analyze.fit_account import FitAccount
 from gpudiag.analyze.fit_gain import fit_gain
-from gpudiag.trace.runconfig import RunConfig
+from gpudiag.trace.model.runconfig import RunConfig
 
 ID = "epoch-start-wait"
 # a shuffle after the map may hold a few batches: the "small buffer" proposed

@@ -21,8 +21,8 @@ from gpudiag.analyze.compile_time import compile_spans, during
 from gpudiag.analyze.diagnosis import Finding
 from gpudiag.analyze.gaps import Gaps
 from gpudiag.analyze.headroom import MemoryFacts
-from gpudiag.trace.runconfig import RunConfig
-from gpudiag.trace.timeline import Intervals, Timeline
+from gpudiag.trace.model.runconfig import RunConfig
+from gpudiag.trace.model.timeline import Intervals, Timeline
 
 if TYPE_CHECKING:
     from gpudiag.analyze.fit_account import FitAccount

@@ -33,9 +33,9 @@ import numpy as np
 
 from gpudiag.analyze import thresholds as T
 from gpudiag.analyze.step_times import StepRecords, step_records
-from gpudiag.trace.gpudiag_events import SPAN_CALLBACK, SPAN_OWN
-from gpudiag.trace.intervals import Intervals, subtract, union_many
-from gpudiag.trace.timeline import Timeline
+from gpudiag.trace.model.intervals import Intervals, subtract, union_many
+from gpudiag.trace.model.timeline import Timeline
+from gpudiag.trace.native.events import SPAN_CALLBACK, SPAN_OWN
 
 # the parts, in the order the report draws them, and their labels
 PARTS = (

@@ -16,7 +16,7 @@ import numpy as np
 
 from gpudiag.analyze.breakdown import profiled_steps
 from gpudiag.analyze.thresholds import GAP_BOUNDARY_WINDOW, GAP_MIN_FRACTION_OF_STEP, GAP_MIN_US
-from gpudiag.trace.timeline import Intervals, Kind, Timeline, subtract, union_many, union_of
+from gpudiag.trace.model.timeline import Intervals, Kind, Timeline, subtract, union_many, union_of
 
 
 @dataclass

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from gpudiag.analyze.compile_time import compile_spans
-from gpudiag.trace.timeline import Intervals, Timeline, subtract, union_many, union_of
+from gpudiag.trace.model.timeline import Intervals, Timeline, subtract, union_many, union_of
 
 METRICS = ("sm_active", "sm_occupancy", "tensor_active", "dram_bw", "fp32_active", "fp16_active")
 STEADY_COVER = 0.8  # of a reading's interval in steady steps: it speaks for training

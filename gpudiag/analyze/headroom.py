@@ -27,8 +27,8 @@ from typing import Any
 import numpy as np
 
 from gpudiag.analyze.diagnosis import Suggestion
-from gpudiag.trace.runconfig import RunConfig
-from gpudiag.trace.timeline import Timeline
+from gpudiag.trace.model.runconfig import RunConfig
+from gpudiag.trace.model.timeline import Timeline
 
 MARGIN = 0.10  # of the limit kept free: fragmentation, workspaces and buffers that vary
 MIN_GROWTH = 1.25  # a batch remedy is withheld where no batch 25% bigger fits

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from gpudiag.analyze.evidence import RankEvidence
-from gpudiag.trace.facts import host_call_kind
-from gpudiag.trace.timeline import Intervals, Timeline, subtract, union_many
+from gpudiag.trace.model.timeline import Intervals, Timeline, subtract, union_many
+from gpudiag.trace.names.facts import host_call_kind
 
 
 def windows(ev: RankEvidence) -> Intervals:

@@ -1,7 +1,7 @@
 """The tf.data stage where a starved step's input time goes, and the remedy aimed at it.
 
 A TF profile names each stage (``Iterator::Model::Map::ParallelMapV2::Zip``) and the reader
-keeps each stage's self time (``trace/tf_pipeline.py``). The stage with the most self time is
+keeps each stage's self time (``trace/tf/viewer/pipeline.py``). The stage with the most self time is
 where the time goes; the remedy targets that stage (a sequential map elsewhere in the
 pipeline is not where a 2-second wait comes from). Kinds, from the stage's last name:
 

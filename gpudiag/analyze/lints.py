@@ -6,7 +6,7 @@ the callback must be able to say why before training starts. The rules that need
 the callback prints them, records them in the trace, and hands them to ``diagnose`` so the
 report carries the very findings that were printed. Pure: no I/O.
 
-    >>> from gpudiag.trace.runconfig import RunConfig
+    >>> from gpudiag.trace.model.runconfig import RunConfig
     >>> lints = judge(RunConfig(global_batch=98, replicas=4))
     >>> [(f.id, f.source) for f in lints.findings]
     [('batch-not-multiple-of-replicas', 'lint')]
@@ -25,8 +25,8 @@ from gpudiag.analyze.breakdown import empty_shares
 from gpudiag.analyze.diagnosis import Finding
 from gpudiag.analyze.evidence import HostFacts, Situation
 from gpudiag.analyze.ranking import advise
-from gpudiag.trace.runconfig import RunConfig
-from gpudiag.trace.timeline import RecordedFinding
+from gpudiag.trace.model.runconfig import RunConfig
+from gpudiag.trace.model.timeline import RecordedFinding
 
 
 @dataclass

@@ -41,7 +41,7 @@ from gpudiag.analyze.step_times import StepRecords, step_records
 from gpudiag.analyze.throughput import steady_throughput
 from gpudiag.analyze.verdict import decide
 from gpudiag.analyze.window_phase import unrepresentative
-from gpudiag.trace.timeline import Timeline
+from gpudiag.trace.model.timeline import Timeline
 
 FIRST_EPOCH_FACTOR = 1.5
 SLOWDOWN_FACTOR = 1.3

@@ -21,8 +21,8 @@ from gpudiag.analyze.gaps import Gaps, idle_gaps
 from gpudiag.analyze.input_stage import input_stage
 from gpudiag.analyze.phases import RunView, whole_run
 from gpudiag.analyze.verdict import decide
-from gpudiag.trace.runconfig import INPUT_KINDS, RunConfig
-from gpudiag.trace.timeline import Timeline, stopped_early
+from gpudiag.trace.model.runconfig import INPUT_KINDS, RunConfig
+from gpudiag.trace.model.timeline import Timeline, stopped_early
 
 
 @dataclass

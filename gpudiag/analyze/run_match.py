@@ -22,7 +22,7 @@ from typing import Any
 from gpudiag.analyze.diagnosis import Diagnosis
 
 # The limitation lines the recorder and the reader write (record/session.py,
-# trace/gpudiag_format.py), and how a comparison names each.
+# trace/native/reader.py), and how a comparison names each.
 STOPS = (
     ("training stopped early", "stopped early (an exception or Ctrl-C)"),
     ("trace cut short", "its trace is cut short (the process was killed, or is still running)"),

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from gpudiag.analyze.breakdown import Breakdown
-from gpudiag.trace.timeline import Timeline
+from gpudiag.trace.model.timeline import Timeline
 
 # ``sample_ms`` holds at most this many steps, taken evenly across the run: enough for the
 # shape of the step distribution (step_modes.py), small in the JSON.

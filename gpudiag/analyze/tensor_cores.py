@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from gpudiag.analyze.wording import dialect, inference, remedy
 from gpudiag.analyze.workload import vendor_of
-from gpudiag.trace.runconfig import RunConfig
+from gpudiag.trace.model.runconfig import RunConfig
 
 FP16_FROM = (7, 0)
 BF16_FROM = (8, 0)  # TF32 too

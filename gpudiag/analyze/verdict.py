@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from gpudiag.analyze import thresholds as T
 from gpudiag.analyze.diagnosis import Finding
 from gpudiag.analyze.evidence import as_judged
-from gpudiag.trace.runconfig import RunConfig
+from gpudiag.trace.model.runconfig import RunConfig
 
 UNEXPLAINED_CONFIDENCE = 0.25  # we know the device is idle, not why
 # Confidence penalties (docs/thresholds.md). Each is a doubt about which state the figures
@@ -30,7 +30,7 @@ CONTENDED = 0.6  # other processes took the host CPU: a neighbour distorts every
 # every profiler window fell in the warm-up or a cache-filling first epoch: the figures are
 # right, but for a phase the steady run does not repeat
 UNREPRESENTATIVE = 0.5
-# kernels overlap on one stream as no stream runs them (trace/stream_overlap.py): every
+# kernels overlap on one stream as no stream runs them (trace/model/stream_overlap.py): every
 # device share rests on times that cannot all be right
 DOUBTFUL_DEVICE_TIMES = 0.6
 COPY_CONFIDENCE = 0.5  # we know what the device does (copies), not which copies to avoid

@@ -15,7 +15,7 @@ import re
 from dataclasses import replace
 
 from gpudiag.analyze.diagnosis import Suggestion
-from gpudiag.trace.runconfig import RunConfig
+from gpudiag.trace.model.runconfig import RunConfig
 
 # Keras 2 (tf_keras; tf.keras up to TensorFlow 2.15) has no PyDataset: Python input runs in a
 # keras.utils.Sequence whose workers are fit() arguments; the image data format is set in

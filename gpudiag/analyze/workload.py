@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from gpudiag.trace.runconfig import RunConfig
+from gpudiag.trace.model.runconfig import RunConfig
 
 # What a device name says of its maker (profile device planes, Kineto deviceProperties,
 # NVML names). AMD's Instinct and Radeon parts come as "AMD Instinct MI300X", "gfx942".

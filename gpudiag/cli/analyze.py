@@ -1,4 +1,5 @@
-"""``gpudiag analyze`` and ``gpudiag compare``: read the files of a run, diagnose, print.
+"""``gpudiag analyze`` and ``gpudiag compare``: the files of a run diagnosed
+(``gpudiag.diagnose_files``), then printed.
 
 Every problem with the input arrives here as one ``TraceError`` (from this process, a pool
 worker or a Dask worker alike) and leaves as one line on stderr with exit code 2.
@@ -7,18 +8,12 @@ worker or a Dask worker alike) and leaves as one line on stderr with exit code 2
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
-import os
 import sys
-import time
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any
 
-from gpudiag.trace.errors import TraceError, unforeseen
-
-if TYPE_CHECKING:
-    from gpudiag.trace.limits import ReadLimits
+from gpudiag.diagnose_files import diagnose_files
+from gpudiag.trace.errors import TraceError
 
 EXIT_OK, EXIT_BAD_INPUT, EXIT_FAIL_ON, EXIT_UNJUDGED = 0, 2, 3, 4
 
@@ -36,73 +31,6 @@ def print_json(value: dict[str, Any]) -> None:
     print(json.dumps(value, indent=2, allow_nan=False))
 
 
-def diagnose_files(
-    files: Sequence[str],
-    err: Any,
-    label: str,
-    what: str = "",
-    jobs: int | None = None,
-    scheduler: str | None = None,
-    as_ranks: bool = False,
-    limits: ReadLimits | None = None,
-) -> Any:
-    """Read the trace files of one run (in a process pool, or on Dask with ``scheduler``) and
-    diagnose them, with progress on stderr (a spinner naming the file, its number and the
-    seconds spent; nothing when stderr is not a terminal). Files of several runs are refused
-    unless ``as_ranks``. ``label``: what the command line called the run. TraceError for
-    any problem with the input."""
-    from gpudiag.analyze import diagnose
-    from gpudiag.trace.runs import RankReader, group_runs, several_runs_problem
-
-    current = files[0] if len(files) == 1 else label
-    t0 = time.monotonic()
-    try:
-        if len(files) > 1 and not as_ranks:
-            runs = group_runs(files)
-            if len(runs) > 1:
-                raise TraceError(label, several_runs_problem(runs))
-        reader = RankReader(files, jobs, scheduler, limits)  # before the spinner
-        with _status(err) as status:
-
-            def progress(path: str, done: int) -> None:
-                if err is None:
-                    return
-                from rich.markup import escape
-
-                from gpudiag.show.safe import clean
-
-                count = f" {done}/{len(files)}" if len(files) > 1 else ""
-                status.update(
-                    f"{what}read{count} {escape(clean(os.path.basename(path)))}… "
-                    f"({time.monotonic() - t0:.0f} s)"
-                )
-
-            timelines = reader.collect(progress)
-            status.update(
-                f"{what}analyzing {len(timelines)} timeline(s)… ({time.monotonic() - t0:.0f} s)"
-            )
-            return diagnose(timelines)
-    except Exception as e:  # an input we did not foresee must still not show a traceback
-        raise unforeseen(current, e) from None
-
-
-def _status(err: Any) -> contextlib.AbstractContextManager[Any]:
-    """The spinner on ``err`` (a rich Console), or a silent stand-in when there is none."""
-    if err is None:
-        return contextlib.nullcontext(_Silent())
-    return cast(
-        contextlib.AbstractContextManager[Any], err.status("reading traces…", spinner="dots")
-    )
-
-
-class _Silent:
-    """A status that shows nothing (stderr is not a terminal: rich would show nothing
-    either, and importing it costs a tenth of a small trace's time)."""
-
-    def update(self, text: str) -> None:
-        pass
-
-
 def _stderr_console() -> Any:
     """rich's Console on stderr where it is a terminal (for the spinner), else None."""
     if not sys.stderr.isatty():
@@ -114,8 +42,8 @@ def _stderr_console() -> Any:
 
 def cmd_analyze(args: argparse.Namespace) -> int:
     from gpudiag.cli.parser import READ_LIMIT_FLAGS
-    from gpudiag.trace.limits import ReadLimits
-    from gpudiag.trace.runs import run_files
+    from gpudiag.trace.ranks.runs import run_files
+    from gpudiag.trace.source.limits import ReadLimits
 
     limits = ReadLimits.from_env(**{dest: getattr(args, dest) for _, dest, *_ in READ_LIMIT_FLAGS})
     try:
@@ -162,7 +90,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
 def cmd_compare(args: argparse.Namespace) -> int:
     from gpudiag.analyze.compare import compare
     from gpudiag.show.compare import render_comparison
-    from gpudiag.trace.runs import run_files
+    from gpudiag.trace.ranks.runs import run_files
 
     err = _stderr_console()
     try:

@@ -9,7 +9,7 @@ import argparse
 import math
 from collections.abc import Callable
 
-from gpudiag import __version__
+from gpudiag.version import __version__
 
 # as in gpudiag.analyze.diagnosis, which this does not import: `gpudiag --help` stays light
 VERDICTS = ("data-starved", "sync-bound", "compute-bound", "inconclusive")

@@ -18,7 +18,7 @@ import contextlib
 from typing import Any
 
 from gpudiag.record.compile_watch import CompileWatch, PeekingIterator, leaf_shapes, now_us
-from gpudiag.trace.compiles import CompileEvent, Shapes
+from gpudiag.trace.model.compiles import CompileEvent, Shapes
 
 PREFIX = "/jax/core/compile/"
 EVENT_KINDS = {

@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from gpudiag.record.compile_watch import CompileWatch, SlowCalls, leaf_shapes
-from gpudiag.trace.compiles import CompileEvent, Shapes
+from gpudiag.trace.model.compiles import CompileEvent, Shapes
 
 MAX_DEPTH = 4  # closures searched for the tf.functions inside Keras's train function
 

@@ -14,7 +14,7 @@ import sys
 from typing import Any
 
 from gpudiag.record.compile_watch import CompileWatch, leaf_shapes
-from gpudiag.trace.compiles import CompileEvent, Shapes
+from gpudiag.trace.model.compiles import CompileEvent, Shapes
 
 
 def graphs_compiled() -> int:

@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from gpudiag.trace.compiles import MAX_LEAVES, MAX_RANK, CompileEvent, Shapes
+from gpudiag.trace.model.compiles import MAX_LEAVES, MAX_RANK, CompileEvent, Shapes
 
 if TYPE_CHECKING:
     from gpudiag.record.writer import TraceWriter

@@ -33,7 +33,7 @@ from types import FrameType
 from typing import Any
 
 from gpudiag.record.writer import TraceWriter
-from gpudiag.trace.gpudiag_format import CAT_CALLBACK, CAT_OWN
+from gpudiag.trace.native.reader import CAT_CALLBACK, CAT_OWN
 
 TIMED_HOOKS = ("on_epoch_begin", "on_epoch_end")
 BATCH_BEGIN_HOOKS = ("on_train_batch_begin", "on_batch_begin")

@@ -20,7 +20,7 @@ from gpudiag.record.generation import Keras3
 from gpudiag.record.model_facts import model_run_facts
 from gpudiag.record.run_facts import InputFacts, model_facts, run_config
 from gpudiag.record.runtime_facts import runtime_facts
-from gpudiag.trace.runconfig import RunConfig
+from gpudiag.trace.model.runconfig import RunConfig
 
 
 def fit_config(

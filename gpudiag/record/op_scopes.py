@@ -25,7 +25,7 @@ def scope_time(logdir: str, scope: str) -> dict[str, float]:
     if not files or not scope:
         return {}
     with contextlib.suppress(Exception):
-        from gpudiag.trace.xspace_events import open_xspace
+        from gpudiag.trace.tf.xspace.events import open_xspace
 
         return _sum(open_xspace(files[-1]), f"/{scope}/")
     return {}

@@ -23,8 +23,8 @@ import numpy as np
 
 from gpudiag.record.backends import ProfilerSession, RecordBackend, for_name
 from gpudiag.trace.errors import TraceError
+from gpudiag.trace.model.timeline import Intervals, Timeline
 from gpudiag.trace.quiet import quiet_stderr
-from gpudiag.trace.timeline import Intervals, Timeline
 
 
 class WindowSchedule:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpudiag.record.host import available_cores
-from gpudiag.trace.runconfig import RunConfig
+from gpudiag.trace.model.runconfig import RunConfig
 
 FILE_SOURCES = ("TFRecordDataset", "TextLineDataset", "FixedLengthRecordDataset")
 

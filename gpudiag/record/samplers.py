@@ -5,7 +5,7 @@ A ``Sampler`` (``record/sampler_thread.py``) is a daemon thread that calls ``rea
 
     sink(name: str, source: str, ts_us: float, value: float)
 
-``name`` is one of ``gpudiag.trace.timeline.COUNTER_NAMES``; ``source`` is "GPU 0", "GPU 1",
+``name`` is one of ``gpudiag.trace.model.timeline.COUNTER_NAMES``; ``source`` is "GPU 0", "GPU 1",
 ... or "host"; ``ts_us`` is wall-clock µs (``time.time() * 1e6``). A sampler never raises
 into its caller: failures are counted and the first few kept in ``errors``.
 

@@ -34,8 +34,8 @@ from gpudiag.record.profiler import DEFAULT_WARMUP_STEPS, ProfilerWindow, Window
 from gpudiag.record.samplers import SamplerSet
 from gpudiag.record.session_fit import FitSpans
 from gpudiag.record.writer import TraceWriter
-from gpudiag.trace.kept_run import write_manifest
-from gpudiag.trace.timeline import STOPPED_EARLY, Timeline
+from gpudiag.trace.model.timeline import STOPPED_EARLY, Timeline
+from gpudiag.trace.ranks.kept_run import write_manifest
 
 # a step hook of gpudiag's taking this long (a profiler window opening or closing) is written
 # as its own time; shorter ones stay inside the step they begin (docs/trace-format.md)
@@ -262,7 +262,7 @@ class RecordingSession(FitSpans):
         writer.close()
         summary = writer.summary(writer.path)
         kept = list(dict.fromkeys(f for w in self.windows for f in w.kept))
-        if self.profile_dir and kept and not writer.failed:  # one run (trace/kept_run.py)
+        if self.profile_dir and kept and not writer.failed:  # one run (trace/ranks/kept_run.py)
             problem = write_manifest(self.profile_dir, writer.path, summary.meta.run_id, kept)
             if problem:
                 summary.meta.limitations.append(problem)

@@ -20,7 +20,7 @@ from gpudiag.record.profiler import DEFAULT_WARMUP_STEPS, WindowSchedule
 from gpudiag.record.samplers import SamplerSet
 from gpudiag.record.session import RecordingSession
 from gpudiag.record.writer import TraceWriter
-from gpudiag.trace.timeline import Metadata, RecordedFinding
+from gpudiag.trace.model.timeline import Metadata, RecordedFinding
 
 
 def steps_per_execution(model: Any) -> int:

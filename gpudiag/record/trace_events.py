@@ -8,14 +8,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpudiag.trace.gpudiag_format import (
+from gpudiag.trace.model.timeline import Metadata
+from gpudiag.trace.native.reader import (
     CAT_STEP_GROUP,
     FORMAT_NAME,
     FORMAT_VERSION,
     HOST_PID,
     META_EVENT,
 )
-from gpudiag.trace.timeline import Metadata
 
 HOST_NAMES: tuple[dict[str, Any], ...] = (
     {

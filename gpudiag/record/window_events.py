@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from gpudiag.trace.gpudiag_format import CAT_DEVICE, CAT_INPUT, HOST_PID
-from gpudiag.trace.timeline import Intervals, Kind, Timeline, union_of
+from gpudiag.trace.model.timeline import Intervals, Kind, Timeline, union_of
+from gpudiag.trace.native.reader import CAT_DEVICE, CAT_INPUT, HOST_PID
 
 # a window's events per device and kind; past it, the first half stay individual kernels
 # (their sizes feed the launch-bound finding) and the rest are written as merged busy runs

@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from gpudiag.trace.timeline import Timeline
+from gpudiag.trace.model.timeline import Timeline
 
 GPU_RE = re.compile(r"(?:GPU|cuda):(\d+)", re.IGNORECASE)
 

@@ -38,8 +38,9 @@ from typing import Any
 from gpudiag.record.claim import claim_path
 from gpudiag.record.trace_events import HOST_NAMES, header_event, step_group_event
 from gpudiag.record.window_events import window_events
-from gpudiag.trace.compiles import CompileEvent
-from gpudiag.trace.gpudiag_format import (
+from gpudiag.trace.model.compiles import CompileEvent
+from gpudiag.trace.model.timeline import Metadata, RecordedFinding, Timeline
+from gpudiag.trace.native.reader import (
     CAT_COMPILE,
     CAT_FINDING,
     CAT_PIPELINE,
@@ -51,7 +52,6 @@ from gpudiag.trace.gpudiag_format import (
     META_UPDATE,
     TimelineBuilder,
 )
-from gpudiag.trace.timeline import Metadata, RecordedFinding, Timeline
 
 __all__ = ["TraceWriter", "claim_path"]
 
@@ -281,7 +281,7 @@ class TraceWriter:
     def summary(self, path: str) -> Timeline:
         """What was written so far as a Timeline (frozen), built without reading the file:
         equal to ``gpudiag analyze`` of it. Costs the same whatever the run's length."""
-        from gpudiag.trace.gpudiag_format import metadata_from
+        from gpudiag.trace.native.reader import metadata_from
 
         tl = Timeline(meta=metadata_from(self._header, path))
         with self._lock:

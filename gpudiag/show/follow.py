@@ -22,8 +22,8 @@ import numpy as np
 
 from gpudiag.analyze import diagnose
 from gpudiag.show.training import TrainingStatus
-from gpudiag.trace.follow import TraceTail
 from gpudiag.trace.load import matching_paths
+from gpudiag.trace.native.follow import TraceTail
 
 # A live run's trace grows at least every AGG_S (10 s: the samplers' counter means) plus the
 # writer's flush interval (2 s); a minute without a byte is five times that.

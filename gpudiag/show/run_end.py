@@ -22,7 +22,7 @@ from typing import Any
 
 from gpudiag.analyze.diagnosis import Diagnosis
 from gpudiag.record.ranks import RankInfo
-from gpudiag.trace.timeline import RecordedFinding
+from gpudiag.trace.model.timeline import RecordedFinding
 
 
 @dataclass

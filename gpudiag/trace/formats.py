@@ -1,6 +1,6 @@
 """The table of trace formats: how each is recognised, identified and read.
 
-Loading (``load.py``) and run grouping (``runs.py``) both go through ``FORMATS``, so what a
+Loading (``load.py``) and run grouping (``ranks/runs.py``) both go through ``FORMATS``, so what a
 file is, which run and rank it belongs to, and how it is read are decided in one place, from
 its content (never its name):
 
@@ -20,11 +20,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from gpudiag.trace.errors import TraceError
-from gpudiag.trace.limits import ReadLimits
-from gpudiag.trace.timeline import Timeline
+from gpudiag.trace.model.timeline import Timeline
+from gpudiag.trace.source.limits import ReadLimits
 
 if TYPE_CHECKING:
-    from gpudiag.trace.chrome import ChromeDoc
+    from gpudiag.trace.source.chrome import ChromeDoc
 
 SNIFF_BYTES = 4096
 
@@ -58,8 +58,8 @@ def _is_gpudiag(head: bytes) -> bool:
 
 def _gpudiag_identity(head: bytes) -> Identity:
     """The header event, the stream's first line, carries run id, rank and start."""
-    from gpudiag.trace.chrome import loads
-    from gpudiag.trace.gpudiag_format import FORMAT_NAME
+    from gpudiag.trace.native.reader import FORMAT_NAME
+    from gpudiag.trace.source.chrome import loads
 
     line = head.lstrip()[1:].lstrip().split(b"\n", 1)[0].rstrip().rstrip(b",")
     try:
@@ -77,7 +77,7 @@ def _gpudiag_identity(head: bytes) -> Identity:
 
 
 def _read_gpudiag(path: str, head: bytes, limits: ReadLimits) -> list[Timeline]:
-    from gpudiag.trace.gpudiag_format import read_gpudiag
+    from gpudiag.trace.native.reader import read_gpudiag
 
     return read_gpudiag(path)
 
@@ -89,7 +89,7 @@ def _is_json(head: bytes) -> bool:
 
 def _chrome_identity(head: bytes) -> Identity:
     """Kineto writes ``distributedInfo`` (with the rank) before its events."""
-    from gpudiag.trace.kineto import kineto_head
+    from gpudiag.trace.kineto.reader import kineto_head
 
     top = kineto_head(head) if head.lstrip()[:1] == b"{" else None
     info = top.get("distributedInfo") if top is not None else None
@@ -98,7 +98,7 @@ def _chrome_identity(head: bytes) -> Identity:
 
 def _read_chrome(path: str, head: bytes, limits: ReadLimits) -> list[Timeline]:
     """Kineto or TF trace viewer; the events dropped for impossible times are said."""
-    from gpudiag.trace.chrome import EventStream, dropped_note, open_chrome
+    from gpudiag.trace.source.chrome import EventStream, dropped_note, open_chrome
 
     doc = open_chrome(path, index=False)
     timelines = _read_chrome_doc(doc, path)
@@ -110,12 +110,12 @@ def _read_chrome(path: str, head: bytes, limits: ReadLimits) -> list[Timeline]:
 
 def _read_chrome_doc(doc: ChromeDoc, path: str) -> list[Timeline]:
     """Kineto or TF trace viewer, told apart by top-level keys, then by event names."""
-    from gpudiag.trace.chrome import index_head, index_names
-    from gpudiag.trace.kineto import TOP_KEYS, looks_like_kineto, read_kineto
+    from gpudiag.trace.kineto.reader import TOP_KEYS, looks_like_kineto, read_kineto
+    from gpudiag.trace.source.chrome import index_head, index_names
 
     if any(k in doc.top for k in TOP_KEYS):  # Kineto: no names needed, one pass
         return read_kineto(doc, path)
-    from gpudiag.trace.tfprof import looks_like_tf, read_tf_stream, read_tf_trace
+    from gpudiag.trace.tf.viewer.reader import looks_like_tf, read_tf_stream, read_tf_trace
 
     index_head(doc)
     if looks_like_tf(doc):  # TF writes its names first: one pass, unless one came late
@@ -177,8 +177,8 @@ def _is_binary(head: bytes) -> bool:
 
 
 def _read_xplane(path: str, head: bytes, limits: ReadLimits) -> list[Timeline]:
-    from gpudiag.trace.source import GZIP_MAGIC, is_gzip
-    from gpudiag.trace.xplane import check_xplane_size, read_xplane
+    from gpudiag.trace.source.files import GZIP_MAGIC, is_gzip
+    from gpudiag.trace.tf.xspace.reader import check_xplane_size, read_xplane
 
     if is_gzip(path):
         if head.startswith(GZIP_MAGIC):
@@ -209,7 +209,7 @@ def detect(head: bytes, path: str) -> Format:
     """The format of a file from its head; TraceError naming what it looks like instead."""
     fmt = find_format(head)
     if fmt is None:
-        from gpudiag.trace.xplane import text_problem
+        from gpudiag.trace.tf.xspace.reader import text_problem
 
         raise TraceError(path, text_problem(head, path))
     return fmt

@@ -5,7 +5,7 @@
     timelines = load_file("rank0.json.gz", ReadLimits(max_intervals=10**6))
 
 Every problem with a file surfaces as ``TraceError`` (path + one-line problem). The format
-comes from the table in ``formats.py``; every reader streams its file (``source.py``).
+comes from the table in ``formats.py``; every reader streams its file (``source/``).
 """
 
 from __future__ import annotations
@@ -17,10 +17,10 @@ from collections.abc import Callable, Sequence
 
 from gpudiag.trace.errors import TraceError, TruncatedTrace
 from gpudiag.trace.formats import detect
-from gpudiag.trace.limits import ReadLimits
-from gpudiag.trace.overlong import drop_overlong
-from gpudiag.trace.source import peek_source
-from gpudiag.trace.timeline import Timeline
+from gpudiag.trace.model.overlong import drop_overlong
+from gpudiag.trace.model.timeline import Timeline
+from gpudiag.trace.source.files import peek_source
+from gpudiag.trace.source.limits import ReadLimits
 
 # a profiler writes its whole trace in one go (PyTorch's export: seconds, a minute for
 # gigabytes): a truncated file modified within this long is taken as still being written

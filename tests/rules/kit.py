@@ -12,8 +12,8 @@ from gpudiag.analyze.diagnosis import Finding, Suggestion
 from gpudiag.analyze.evidence import HostFacts, RankEvidence, Situation
 from gpudiag.analyze.gaps import idle_gaps
 from gpudiag.analyze.rules import LintRule, RefinedLint
-from gpudiag.trace.runconfig import RunConfig
-from gpudiag.trace.timeline import Kind, Timeline
+from gpudiag.trace.model.runconfig import RunConfig
+from gpudiag.trace.model.timeline import Kind, Timeline
 from tests.synth import periodic
 
 

@@ -7,7 +7,7 @@ import pytest
 from gpudiag.analyze import ranking, rules
 from gpudiag.analyze.diagnosis import Finding
 from gpudiag.analyze.rules import batch_not_multiple_of_replicas as rule
-from gpudiag.trace.runconfig import RunConfig
+from gpudiag.trace.model.runconfig import RunConfig
 from tests.rules.kit import detect, lint, situation
 
 

@@ -101,7 +101,7 @@ def test_threads_not_capped_or_capped_at_the_cores_is_silent():
 
 
 def test_a_capped_pool_is_the_cores_a_bigger_batch_can_fill():
-    from gpudiag.trace.runconfig import RunConfig
+    from gpudiag.trace.model.runconfig import RunConfig
 
     assert RunConfig(cores=8, intra_op_threads=2).compute_cores == 2
     assert RunConfig(cores=8, intra_op_threads=0).compute_cores == 8
@@ -135,7 +135,7 @@ def test_dense_embedding_lint_thresholds(change, fires):
 
 
 def _cfg(d):
-    from gpudiag.trace.runconfig import RunConfig
+    from gpudiag.trace.model.runconfig import RunConfig
 
     return RunConfig(**d)
 

@@ -7,7 +7,7 @@ import pytest
 
 from gpudiag.analyze import ranking
 from gpudiag.analyze.rules import gpus_held_idle as rule
-from gpudiag.trace.runconfig import RunConfig
+from gpudiag.trace.model.runconfig import RunConfig
 from tests.multi_gpu import nvml_replay, rank_evidence, situation
 from tests.rules.kit import lint
 

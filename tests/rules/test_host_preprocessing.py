@@ -7,7 +7,7 @@ import pytest
 
 from gpudiag.analyze import thresholds as T
 from gpudiag.analyze.rules import host_preprocessing as rule
-from gpudiag.trace.timeline import HOST_COMPUTE, Intervals, Kind, Timeline
+from gpudiag.trace.model.timeline import HOST_COMPUTE, Intervals, Kind, Timeline
 from tests.rules.kit import evidence, situation
 
 

@@ -36,7 +36,7 @@ def test_launch_bound_decode_uses_the_kernel_launch_thresholds(idle, kernel_us, 
 
 
 def test_without_steps_it_is_said_plainly():
-    from gpudiag.trace.timeline import Timeline
+    from gpudiag.trace.model.timeline import Timeline
 
     f = rule.detect(evidence(Timeline(), INFERENCE))
     assert f.severity == "info" and f.evidence["backward_ops"] == 0

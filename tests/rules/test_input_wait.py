@@ -32,7 +32,7 @@ def test_names_where_the_host_waited():
 
 
 def test_no_finding_without_analysed_steps():
-    from gpudiag.trace.timeline import Timeline
+    from gpudiag.trace.model.timeline import Timeline
 
     assert rule.detect(evidence(Timeline())) is None
 

@@ -59,8 +59,7 @@ def test_left_to_inference_trace_on_an_inference_run():
 def test_stands_down_when_the_idle_time_is_untraced():
     """The host traced nothing in the idle time: it is untraced (``untraced-time``), not
     time between launches."""
-    from gpudiag.trace.tf_steps import HOST_ACTIVITY
-    from gpudiag.trace.timeline import Intervals
+    from gpudiag.trace.model.timeline import HOST_ACTIVITY, Intervals
 
     tl = tiny_kernels(0.6)
     assert rule.detect(evidence(tl)) is not None

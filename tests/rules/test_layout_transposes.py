@@ -9,7 +9,7 @@ from gpudiag.analyze import diagnose
 from gpudiag.analyze import thresholds as T
 from gpudiag.analyze.rules import layout_transposes as rule
 from gpudiag.trace.load import load_file
-from gpudiag.trace.runconfig import RunConfig
+from gpudiag.trace.model.runconfig import RunConfig
 from tests.multi_gpu import finding_ids, kineto_run, situation, tf_conv_run
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from gpudiag.analyze.rules import memory_growth as rule
-from gpudiag.trace.timeline import Metadata, Timeline
+from gpudiag.trace.model.timeline import Metadata, Timeline
 from tests.rules.kit import evidence, situation
 
 

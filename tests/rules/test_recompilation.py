@@ -12,9 +12,9 @@ from gpudiag.analyze.compile_time import compile_facts, varying_dims
 from gpudiag.analyze.evidence import HostFacts
 from gpudiag.analyze.rules import recompilation as rule
 from gpudiag.record.writer import TraceWriter
-from gpudiag.trace.compiles import CompileEvent
 from gpudiag.trace.load import load_file
-from gpudiag.trace.timeline import Kind, Metadata, Timeline
+from gpudiag.trace.model.compiles import CompileEvent
+from gpudiag.trace.model.timeline import Kind, Metadata, Timeline
 from tests.rules.kit import evidence, situation, titles
 
 STEP_US = 10_000.0  # 10 ms steps

@@ -8,7 +8,7 @@ import pytest
 from gpudiag.analyze.gain import removed
 from gpudiag.analyze.lints import judge
 from gpudiag.analyze.rules import run_eagerly as rule
-from gpudiag.trace.runconfig import RunConfig
+from gpudiag.trace.model.runconfig import RunConfig
 from tests.rules.kit import evidence, lint, situation
 
 EAGER = {"framework": "tensorflow", "run_eagerly": True}

@@ -14,7 +14,7 @@ from gpudiag.analyze.diagnosis import Finding
 from gpudiag.analyze.evidence import RunEvidence
 from gpudiag.analyze.gain import removed
 from gpudiag.analyze.rules import straggler as rule
-from gpudiag.trace.timeline import Kind
+from gpudiag.trace.model.timeline import Kind
 from tests.rules.kit import situation
 from tests.synth import periodic
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 
 from gpudiag.analyze.rules import untraced_time as rule
-from gpudiag.trace.tf_steps import HOST_ACTIVITY
-from gpudiag.trace.timeline import Intervals, Kind, Timeline
+from gpudiag.trace.model.timeline import HOST_ACTIVITY, Intervals, Kind, Timeline
 from tests.rules.kit import evidence, situation
 
 

@@ -77,7 +77,7 @@ from gpudiag.analyze.rules import (
     whole_batch_per_replica,
     xla_off,
 )
-from gpudiag.trace.runconfig import RunConfig
+from gpudiag.trace.model.runconfig import RunConfig
 
 
 class RankRule(Protocol):

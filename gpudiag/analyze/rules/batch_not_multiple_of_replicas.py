@@ -16,7 +16,7 @@ from __future__ import annotations
 from gpudiag.analyze.diagnosis import Finding, Suggestion
 from gpudiag.analyze.evidence import Situation
 from gpudiag.analyze.needs import Needs
-from gpudiag.trace.runconfig import RunConfig
+from gpudiag.trace.model.runconfig import RunConfig
 
 ID = "batch-not-multiple-of-replicas"
 NEEDS = {"batch-multiple-of-replicas": Needs()}

@@ -24,7 +24,7 @@ from gpudiag.analyze.gain import Gain, batch_scaled, capacity, removed
 from gpudiag.analyze.needs import Needs, OneOf
 from gpudiag.analyze.rules import host_overhead, low_sm_activity, small_batch
 from gpudiag.analyze.verdict import decide
-from gpudiag.trace.runconfig import RunConfig
+from gpudiag.trace.model.runconfig import RunConfig
 
 ID = "compute-bound-options"
 NEEDS = {

@@ -19,7 +19,7 @@ from gpudiag.analyze.diagnosis import Finding, Suggestion
 from gpudiag.analyze.evidence import RankEvidence, Situation, pct
 from gpudiag.analyze.gain import Gain, pipelined, spread
 from gpudiag.analyze.needs import Needs, OneOf
-from gpudiag.trace.runconfig import RunConfig
+from gpudiag.trace.model.runconfig import RunConfig
 
 ID = "dataloader-in-main-process"
 NEEDS = {"dataloader-workers": Needs(requires={"framework": OneOf("pytorch", "torch")})}

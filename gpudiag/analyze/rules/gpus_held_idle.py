@@ -21,7 +21,7 @@ from gpudiag.analyze.diagnosis import Finding, Suggestion
 from gpudiag.analyze.evidence import RankEvidence, Situation
 from gpudiag.analyze.gain import Gain
 from gpudiag.analyze.needs import Needs, OneOf
-from gpudiag.trace.timeline import Timeline
+from gpudiag.trace.model.timeline import Timeline
 
 ID = "gpus-held-idle"
 SHOWN_FIRST = "frees-resources"  # shown for what it frees for others, not for speed

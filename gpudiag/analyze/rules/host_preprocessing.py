@@ -4,7 +4,7 @@
 Why it costs time: the next step's kernels cannot start before the host has prepared its
 input; with that work on the step's own thread, the device waits for all of it, every step.
 Counted is device idle time inside the analysed steps during which the host ran framework
-ops with no kernel launch or copy inside (Kineto's CPU ops: ``trace/kineto.py``), not the
+ops with no kernel launch or copy inside (Kineto's CPU ops: ``trace/kineto/reader.py``), not the
 host's launches, nor idle time the profile leaves unexplained.
 
 Example: "The device idles 58.1% of the time while the host preprocesses (CPU ops that
@@ -23,7 +23,7 @@ from gpudiag.analyze.evidence import RankEvidence, Situation, pct, shown
 from gpudiag.analyze.gain import Gain, removed
 from gpudiag.analyze.needs import Needs, OneOf
 from gpudiag.analyze.wording import dialect, inference
-from gpudiag.trace.timeline import HOST_COMPUTE, Intervals, subtract
+from gpudiag.trace.model.timeline import HOST_COMPUTE, Intervals, subtract
 
 ID = "host-preprocessing"
 # xprof's input-bound levels (5% and 20%, thresholds.INPUT_HIGH), the lower one taken a step

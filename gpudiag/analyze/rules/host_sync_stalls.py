@@ -21,7 +21,7 @@ from gpudiag.analyze.gain import Gain, removed
 from gpudiag.analyze.needs import Needs, OneOf
 from gpudiag.analyze.rules import host_preprocessing
 from gpudiag.analyze.wording import dialect
-from gpudiag.trace.timeline import subtract
+from gpudiag.trace.model.timeline import subtract
 
 ID = "host-sync-stalls"
 NEEDS = {"avoid-host-sync": Needs(requires={"device_measured": OneOf(True)})}

@@ -1,6 +1,6 @@
 """``inference-trace``: the run was read as inference: a PyTorch trace without backward or
 optimizer events among many host ops, or a TF or JAX profile that says so (a predict or
-serving function: ``trace/facts.py``); older TF versions name no backward op at all, so its
+serving function: ``trace/names/facts.py``); older TF versions name no backward op at all, so its
 absence there proves nothing.
 
 Why it matters: said plainly, so that no gradient or training-batch advice follows. When the
@@ -23,7 +23,7 @@ from gpudiag.analyze.evidence import RankEvidence, Situation, pct
 from gpudiag.analyze.gain import Gain, batch_scaled
 from gpudiag.analyze.needs import Needs, OneOf
 from gpudiag.analyze.wording import remedy
-from gpudiag.trace.timeline import Kind
+from gpudiag.trace.model.timeline import Kind
 
 
 def _median_kernel_us(ev: RankEvidence) -> float | None:

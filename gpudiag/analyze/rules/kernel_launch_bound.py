@@ -22,7 +22,7 @@ from gpudiag.analyze.needs import Below, Breaks, Needs, OneOf
 from gpudiag.analyze.rules import host_preprocessing
 from gpudiag.analyze.rules.untraced_time import UNTRACED_SHARE, untraced_share
 from gpudiag.analyze.wording import remedy
-from gpudiag.trace.timeline import Kind
+from gpudiag.trace.model.timeline import Kind
 
 ID = "kernel-launch-bound"
 # torch.compile's default backend (Inductor) emits Triton kernels; Triton needs compute

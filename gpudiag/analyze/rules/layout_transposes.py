@@ -23,8 +23,8 @@ from gpudiag.analyze.evidence import RankEvidence, Situation, pct, shown
 from gpudiag.analyze.gain import Gain, removed
 from gpudiag.analyze.needs import Needs
 from gpudiag.analyze.wording import dialect
-from gpudiag.trace.runconfig import RunConfig
-from gpudiag.trace.timeline import Timeline
+from gpudiag.trace.model.runconfig import RunConfig
+from gpudiag.trace.model.timeline import Timeline
 
 ID = "layout-transposes"
 NEEDS = {

@@ -20,7 +20,7 @@ import numpy as np
 from gpudiag.analyze.diagnosis import Finding, Suggestion
 from gpudiag.analyze.evidence import RankEvidence, Situation
 from gpudiag.analyze.needs import Needs
-from gpudiag.trace.timeline import Timeline
+from gpudiag.trace.model.timeline import Timeline
 
 ID = "memory-growth"
 SHOWN_FIRST = "keeps-alive"  # shown for the crash it prevents, not for speed

@@ -14,7 +14,7 @@ from __future__ import annotations
 from gpudiag.analyze.diagnosis import Finding, Suggestion
 from gpudiag.analyze.evidence import Situation
 from gpudiag.analyze.input_plan import input_remedies
-from gpudiag.trace.runconfig import RunConfig
+from gpudiag.trace.model.runconfig import RunConfig
 
 ID = "no-prefetch"
 KIND = "lint"  # reads only the RunConfig: judged once, before the first step

@@ -25,9 +25,9 @@ from gpudiag.analyze.compile_time import varying_dims
 from gpudiag.analyze.diagnosis import Finding, Suggestion
 from gpudiag.analyze.evidence import RankEvidence, Situation
 from gpudiag.analyze.needs import Needs
-from gpudiag.trace.compiles import CompileEvent
-from gpudiag.trace.runconfig import RunConfig
-from gpudiag.trace.timeline import Timeline
+from gpudiag.trace.model.compiles import CompileEvent
+from gpudiag.trace.model.runconfig import RunConfig
+from gpudiag.trace.model.timeline import Timeline
 
 ID = "partial-last-batch"
 NEEDS = {"drop-remainder": Needs()}

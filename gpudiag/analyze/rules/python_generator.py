@@ -16,7 +16,7 @@ from gpudiag.analyze import thresholds as T
 from gpudiag.analyze.diagnosis import Finding, Suggestion
 from gpudiag.analyze.evidence import RankEvidence, Situation, pct
 from gpudiag.analyze.input_plan import input_remedies
-from gpudiag.trace.runconfig import RunConfig
+from gpudiag.trace.model.runconfig import RunConfig
 
 ID = "python-generator"
 KIND = "lint"  # judged once from the RunConfig; ``refine`` adds what the trace measured

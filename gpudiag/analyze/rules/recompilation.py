@@ -20,7 +20,7 @@ from gpudiag.analyze.diagnosis import Finding, Suggestion
 from gpudiag.analyze.evidence import RankEvidence, Situation, pct
 from gpudiag.analyze.gain import Gain
 from gpudiag.analyze.needs import Needs, OneOf
-from gpudiag.trace.runconfig import RunConfig
+from gpudiag.trace.model.runconfig import RunConfig
 
 ID = "recompilation"
 # jit_compile is a Keras option on TensorFlow; the persistent cache a JAX one

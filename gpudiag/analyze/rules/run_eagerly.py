@@ -9,7 +9,7 @@ Example: "The model runs eagerly (run_eagerly=True): 83% of the step is op-by-op
 Fix: ``model.compile(..., run_eagerly=False)`` (the default). Judged before the first step
 from the model; the profile then says how much of the step the dispatch takes (the step's
 time outside the ops it ran: what compiled execution removes), and a TensorFlow profile
-shows it by itself (``EagerLocalExecute`` ops on the training thread, trace/tf_host_work.py).
+shows it by itself (``EagerLocalExecute`` ops on the training thread, trace/tf/viewer/host_work.py).
 Not raised on the torch backend: Keras runs torch eagerly whatever ``run_eagerly`` says
 (only ``jit_compile=True`` compiles there).
 """
@@ -20,7 +20,7 @@ from gpudiag.analyze.diagnosis import Finding, Suggestion
 from gpudiag.analyze.evidence import PYTHON_FED, RankEvidence, Situation, pct, shown
 from gpudiag.analyze.gain import Gain, removed
 from gpudiag.analyze.needs import Needs, OneOf
-from gpudiag.trace.runconfig import RunConfig
+from gpudiag.trace.model.runconfig import RunConfig
 
 ID = "run-eagerly"
 # run_eagerly is a Keras compile option

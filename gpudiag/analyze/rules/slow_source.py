@@ -14,7 +14,7 @@ from gpudiag.analyze.diagnosis import Finding, Suggestion
 from gpudiag.analyze.evidence import Situation
 from gpudiag.analyze.gain import Gain, removed
 from gpudiag.analyze.needs import Needs
-from gpudiag.trace.runconfig import RunConfig
+from gpudiag.trace.model.runconfig import RunConfig
 
 ID = "slow-source"
 NEEDS = {"parallel-reads": Needs()}

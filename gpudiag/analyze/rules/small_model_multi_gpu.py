@@ -18,7 +18,7 @@ from gpudiag.analyze.evidence import Situation
 from gpudiag.analyze.gain import Gain
 from gpudiag.analyze.needs import Needs
 from gpudiag.analyze.rules.exposed_collectives import more_work_per_allreduce
-from gpudiag.trace.runconfig import RunConfig
+from gpudiag.trace.model.runconfig import RunConfig
 
 ID = "small-model-multi-gpu"
 NEEDS = {"fewer-replicas": Needs()}

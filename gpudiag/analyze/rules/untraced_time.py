@@ -25,8 +25,7 @@ import numpy as np
 from gpudiag.analyze.breakdown import profiled_steps
 from gpudiag.analyze.diagnosis import Finding, Suggestion
 from gpudiag.analyze.evidence import RankEvidence, Situation, pct
-from gpudiag.trace.tf_steps import HOST_ACTIVITY
-from gpudiag.trace.timeline import Intervals, Timeline, union_many
+from gpudiag.trace.model.timeline import HOST_ACTIVITY, Intervals, Timeline, union_many
 
 ID = "untraced-time"
 # A fifth of the step untraced changes what its shares mean (the bound, and xprof's

@@ -24,7 +24,7 @@ from gpudiag.analyze.evidence import RankEvidence, Situation
 from gpudiag.analyze.gain import Gain, removed
 from gpudiag.analyze.needs import Needs
 from gpudiag.analyze.wording import dialect
-from gpudiag.trace.timeline import Timeline
+from gpudiag.trace.model.timeline import Timeline
 
 ID = "whole-batch-per-replica"
 NEEDS = {"distribute-dataset": Needs()}

@@ -12,7 +12,7 @@ from gpudiag.record.compile_watch import CompileWatch, Emit
 from gpudiag.record.keras_distribution import current, mesh_facts
 from gpudiag.record.memory import DeviceMemory
 from gpudiag.record.rank_info import RankInfo
-from gpudiag.trace.timeline import Timeline
+from gpudiag.trace.model.timeline import Timeline
 
 STEP_MARKER = "train"
 

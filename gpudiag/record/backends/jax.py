@@ -13,7 +13,7 @@ from gpudiag.record.backends.xspace import decode_xspace
 from gpudiag.record.compile_watch import CompileWatch, Emit
 from gpudiag.record.memory import DeviceMemory, jax_memory
 from gpudiag.record.rank_info import RankInfo
-from gpudiag.trace.timeline import Timeline
+from gpudiag.trace.model.timeline import Timeline
 
 
 class _JaxSession(ProfilerSession):
@@ -53,7 +53,7 @@ class JaxBackend(RecordBackend):
     def wait_for(self, result: Any) -> bool:
         """On the CPU, block: its profile has no launch-to-execution link, so a step's
         device work must fall inside the step's marker. On a GPU or TPU, do not: the device
-        "Steps" line is derived from the launches' correlation ids (trace/xspace_steps.py),
+        "Steps" line is derived from the launches' correlation ids (trace/tf/xspace/steps.py),
         and a block per step would serialise host and device, turning host work that
         overlaps the device in an unprofiled run (Keras slicing the next batch) into
         exposed input wait. Measured on an H100: a conv net whose steps run back to back on

@@ -4,7 +4,7 @@ Keras 3 emits no step markers; ``Trace("train", step_num=n, _r=1)`` around each 
 xprof attribute time to steps (CPU-only included). Keras 2's fit emits that marker itself
 (``step_num``: the batch), so under Keras 2 the callback adds none
 (``KerasMarkedTensorFlowBackend``). The profile is an ``.xplane.pb`` read by
-``trace/xplane.py``. Replicas come from the model's strategy, the strategy in scope, or —
+``trace/tf/xspace/reader.py``. Replicas come from the model's strategy, the strategy in scope, or —
 before ``fit`` with no model given — the multi-replica strategy the program created.
 """
 
@@ -22,7 +22,7 @@ from gpudiag.record.backends.xspace import decode_xspace
 from gpudiag.record.compile_watch import CompileWatch, Emit
 from gpudiag.record.memory import DeviceMemory, tf_memory
 from gpudiag.record.rank_info import RankInfo, from_tf_cluster
-from gpudiag.trace.timeline import Timeline
+from gpudiag.trace.model.timeline import Timeline
 
 
 class _TfSession(ProfilerSession):

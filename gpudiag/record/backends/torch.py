@@ -18,7 +18,7 @@ from gpudiag.record.backends.base import ProfilerSession, RecordBackend
 from gpudiag.record.compile_watch import CompileWatch, Emit
 from gpudiag.record.memory import DeviceMemory, torch_memory
 from gpudiag.record.rank_info import RankInfo
-from gpudiag.trace.timeline import Timeline
+from gpudiag.trace.model.timeline import Timeline
 
 
 class _TorchSession(ProfilerSession):
@@ -121,8 +121,8 @@ def add_cpu_ops(tl: Timeline, path: str) -> None:
     DataLoader's collate) are input work, not the step's computation."""
     import numpy as np
 
-    from gpudiag.trace.chrome import open_chrome
-    from gpudiag.trace.timeline import Kind
+    from gpudiag.trace.model.timeline import Kind
+    from gpudiag.trace.source.chrome import open_chrome
 
     ops: dict[Any, list[tuple[float, float]]] = {}
     step_threads: set[Any] = set()

@@ -1,6 +1,6 @@
 """Decode the ``.xplane.pb`` a TensorFlow or JAX profiler window wrote into one Timeline.
 
-Read by ``trace/xplane.py`` (xprof's trace-viewer events, made without xprof: the step
+Read by ``trace/tf/xspace/reader.py`` (xprof's trace-viewer events, made without xprof: the step
 markers come out as xprof names them, "train N").
 """
 
@@ -9,14 +9,14 @@ from __future__ import annotations
 import glob
 import os
 
-from gpudiag.trace.timeline import Timeline
+from gpudiag.trace.model.timeline import Timeline
 
 
 def decode_xspace(logdir: str) -> tuple[Timeline | None, str | None]:
     files = sorted(glob.glob(os.path.join(logdir, "**", "*.xplane.pb"), recursive=True))
     if not files:
         return None, "profiler wrote no .xplane.pb"
-    from gpudiag.trace.xplane import read_xplane
+    from gpudiag.trace.tf.xspace.reader import read_xplane
 
     timelines = read_xplane(files[-1])
     return (timelines[0] if len(timelines) == 1 else combine(timelines)), None

@@ -6,7 +6,6 @@ render_html(diagnosis, fragment=True)                      # a notebook cell
 
 from __future__ import annotations
 
-from gpudiag import __version__
 from gpudiag.analyze.diagnosis import Diagnosis
 from gpudiag.show.html.charts import legend, stacked_bar_svg
 from gpudiag.show.html.evidence import findings_section
@@ -19,6 +18,7 @@ from gpudiag.show.html.sections import (
     timeline_section,
 )
 from gpudiag.show.html.style import CSS, SCRIPT, VERDICT_COLOURS, e
+from gpudiag.version import __version__
 
 
 def _body(d: Diagnosis) -> str:
