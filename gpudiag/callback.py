@@ -47,7 +47,7 @@ from gpudiag.record.window_facts import WindowFacts, nvml_indices, visible_gpu_i
 from gpudiag.record.writer import TraceWriter
 from gpudiag.show import run_end
 from gpudiag.trace.model.runconfig import RunConfig
-from gpudiag.trace.model.timeline import Metadata, RecordedFinding
+from gpudiag.trace.model.timeline import Metadata, RecordedLint
 
 DEFAULT_PROFILE_STEPS = 5
 DEFAULT_PROFILE_WINDOWS = 8
@@ -156,7 +156,7 @@ class DiagnoseCallback(SeriesHooks, Keras2Hooks, keras.callbacks.Callback):
         self._watch = FirstBatchWatch.install(self._first_batch)
 
     @property
-    def lint_findings(self) -> list[RecordedFinding]:
+    def lint_findings(self) -> list[RecordedLint]:
         return self.lints.recorded()
 
     @property

@@ -25,7 +25,7 @@ from gpudiag.show.html import render_html
 from gpudiag.show.report import plain_report, render_report
 from gpudiag.show.safe import clean, escaped
 from gpudiag.show.tensorboard import verdict_markdown
-from gpudiag.trace.model.timeline import Metadata, RecordedFinding
+from gpudiag.trace.model.timeline import Metadata, RecordedLint
 from tests import foreign
 from tests.synth import periodic
 from tests.test_html import render_in_chromium, root_attrs
@@ -47,9 +47,7 @@ def hostile_trace(path: Path) -> str:
             w.step(i, i * 1000.0, (i + 1) * 1000.0, profiled=True)
         w.timeline(tl)
         w.span(f"epoch{BAD}", 0.0, 6000.0)
-        w.finding(
-            RecordedFinding(f"id{BAD}", "high", f"title{BAD}", {f"k{BAD}_ms": f"v{BAD}"}, BAD)
-        )
+        w.finding(RecordedLint(f"id{BAD}", "high", f"title{BAD}", {f"k{BAD}_ms": f"v{BAD}"}, BAD))
     return str(path)
 
 

@@ -10,7 +10,7 @@ from gpudiag.analyze import diagnose
 from gpudiag.record.writer import TraceWriter
 from gpudiag.trace.errors import TraceError
 from gpudiag.trace.load import load_file
-from gpudiag.trace.model.timeline import Metadata, RecordedFinding
+from gpudiag.trace.model.timeline import Metadata, RecordedLint
 from tests.synth import periodic
 
 
@@ -23,7 +23,7 @@ def _write(path, steps=10):
             w.step(int(i), float(s), float(e), profiled=True)
             w.timeline(one, shift_us=float(s))
         w.counter("gil_lateness", "host", 100.0, 0.2)
-        w.finding(RecordedFinding("no-prefetch", "moderate", "no prefetch", {"ops": 3}))
+        w.finding(RecordedLint("no-prefetch", "moderate", "no prefetch", {"ops": 3}))
         w.update_meta(limitations=["no GPU visible"])
     return tl
 

@@ -26,7 +26,7 @@ from gpudiag.analyze.diagnosis import Finding
 from gpudiag.analyze.evidence import HostFacts, Situation
 from gpudiag.analyze.ranking import advise
 from gpudiag.trace.model.runconfig import RunConfig
-from gpudiag.trace.model.timeline import RecordedFinding
+from gpudiag.trace.model.timeline import RecordedLint
 
 
 @dataclass
@@ -37,10 +37,10 @@ class Lints:
     findings: list[Finding] = field(default_factory=list)
     fixes: dict[str, str] = field(default_factory=dict)
 
-    def recorded(self) -> list[RecordedFinding]:
+    def recorded(self) -> list[RecordedLint]:
         """The findings as the trace records them (with their fixes)."""
         return [
-            RecordedFinding(
+            RecordedLint(
                 f.id,
                 f.severity,
                 f.title,

@@ -20,7 +20,7 @@ from gpudiag.record.profiler import DEFAULT_WARMUP_STEPS, WindowSchedule
 from gpudiag.record.samplers import SamplerSet
 from gpudiag.record.session import RecordingSession
 from gpudiag.record.writer import TraceWriter
-from gpudiag.trace.model.timeline import Metadata, RecordedFinding
+from gpudiag.trace.model.timeline import Metadata, RecordedLint
 
 
 def steps_per_execution(model: Any) -> int:
@@ -28,7 +28,7 @@ def steps_per_execution(model: Any) -> int:
     return generation_of(model).steps_per_execution(model)
 
 
-def optimizer_scope(meta: Metadata, findings: Sequence[RecordedFinding]) -> str | None:
+def optimizer_scope(meta: Metadata, findings: Sequence[RecordedLint]) -> str | None:
     """The optimizer's name scope where the windows should time its ops: only where the
     pre-fit findings say it updates a large embedding densely (TensorFlow profiles)."""
     if meta.framework != "tensorflow" or not any(
@@ -45,7 +45,7 @@ def start_session(
     make_samplers: Callable[[TraceWriter], SamplerSet],
     *,
     model: Any = None,
-    findings: Sequence[RecordedFinding] = (),
+    findings: Sequence[RecordedLint] = (),
     input_facts: dict[str, Any] | None = None,
     schedule: WindowSchedule | None = None,
     notes: Sequence[str] = (),

@@ -39,7 +39,7 @@ from gpudiag.record.claim import claim_path
 from gpudiag.record.trace_events import HOST_NAMES, header_event, step_group_event
 from gpudiag.record.window_events import window_events
 from gpudiag.trace.model.compiles import CompileEvent
-from gpudiag.trace.model.timeline import Metadata, RecordedFinding, Timeline
+from gpudiag.trace.model.timeline import Metadata, RecordedLint, Timeline
 from gpudiag.trace.native.reader import (
     CAT_COMPILE,
     CAT_FINDING,
@@ -359,7 +359,7 @@ class TraceWriter:
                 self._counter(name, source, sum_ts / n, sum_v / n)
         del force
 
-    def finding(self, f: RecordedFinding, ts_us: float | None = None) -> None:
+    def finding(self, f: RecordedLint, ts_us: float | None = None) -> None:
         self._write(
             {
                 "ph": "i",

@@ -22,7 +22,7 @@ from typing import Any
 
 from gpudiag.analyze.diagnosis import Diagnosis
 from gpudiag.record.ranks import RankInfo
-from gpudiag.trace.model.timeline import RecordedFinding
+from gpudiag.trace.model.timeline import RecordedLint
 
 
 @dataclass
@@ -42,7 +42,7 @@ class Say:
             self.printed.add(text)
             self(text)
 
-    def lints(self, findings: Sequence[RecordedFinding]) -> None:
+    def lints(self, findings: Sequence[RecordedLint]) -> None:
         """Print the lints not printed before (info ones are not printed)."""
         new = [f for f in findings if f.severity != "info" and f.id not in self.printed]
         self.printed.update(f.id for f in new)

@@ -191,8 +191,11 @@ COUNTER_NAMES = {
 
 
 @dataclass
-class RecordedFinding:
-    """A finding a producer established itself (pipeline lints) before any analysis."""
+class RecordedLint:
+    """A lint as a trace records it: judged by the producer from the run's configuration
+    before any step (the callback's pipeline and fit lints). Analysis reads it back as a
+    ``Finding`` with ``source="lint"``; it stays its own type because the trace's data model
+    imports nothing from analysis, and it keeps the producer's own ``fix`` text."""
 
     id: str
     severity: str
@@ -239,7 +242,7 @@ class Timeline:
     # tf.data / DataLoader facts seen in the trace: {"sequential_map": ..., "generator": ...}
     pipeline: dict[str, Any] = field(default_factory=dict)
     counters: list[Counter] = field(default_factory=list)
-    findings: list[RecordedFinding] = field(default_factory=list)
+    findings: list[RecordedLint] = field(default_factory=list)
     # number of device kernels seen (for kernel-launch-bound), per device
     kernel_counts: dict[str, int] = field(default_factory=dict)
     # host events that may mark iterations when the producer wrote no step markers

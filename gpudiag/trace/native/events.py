@@ -28,7 +28,7 @@ from gpudiag.trace.model.sink import (
     SinkTable,
     Totals,
 )
-from gpudiag.trace.model.timeline import Kind, Metadata, RecordedFinding, StepBuckets, Timeline
+from gpudiag.trace.model.timeline import Kind, Metadata, RecordedLint, StepBuckets, Timeline
 
 FORMAT_NAME = "gpudiag-trace"
 FORMAT_VERSION = 1
@@ -176,7 +176,7 @@ class TimelineBuilder:
         self.counters: SinkTable[tuple[str, str]] = SinkTable(self.budget, False, "d")
         self.kernels: dict[str, int] = {}
         self.spans: SinkTable[str] = SinkTable(self.budget, mergeable=False)
-        self.findings: list[RecordedFinding] = []
+        self.findings: list[RecordedLint] = []
         self.pipeline: dict[str, Any] = {}
         self.meta_updates: list[dict[str, Any]] = []
         self.compiles = Compiles()
@@ -274,7 +274,7 @@ class TimelineBuilder:
             if cat == CAT_FINDING:
                 if len(self.findings) < MAX_FINDINGS:
                     self.findings.append(
-                        RecordedFinding(
+                        RecordedLint(
                             id=str(ev["name"]),
                             severity=str(args.get("severity", "moderate")),
                             title=str(args.get("title", ev["name"])),
