@@ -21,7 +21,7 @@ from gpudiag.trace.model.sink import STEP_WEIGHT, limit_intervals
 from gpudiag.trace.model.timeline import Metadata
 from gpudiag.trace.names import comm, facts
 from gpudiag.trace.names.name_scan import CACHE_CHARS, NameCache, lowered
-from gpudiag.trace.source.chrome import check_event
+from gpudiag.trace.source.event_check import check_event
 from gpudiag.trace.source.event_lines import line_events
 from tests.conftest import SAMPLES
 

@@ -13,7 +13,7 @@ import pytest
 from gpudiag.analyze import diagnose
 from gpudiag.trace.load import load_file
 from gpudiag.trace.model.sink import LIMIT_ENV, MAX_KEYS
-from gpudiag.trace.source import chrome
+from gpudiag.trace.source import chrome, event_check
 from gpudiag.trace.tf.viewer.reader import MAX_REPLICAS
 from tests import foreign
 from tests.foreign import tf_event as _x
@@ -180,13 +180,13 @@ def test_a_name_replaced_later_is_the_name_used(tmp_path):
 
 def test_check_event_fast_path_keeps_the_error_messages():
     ok = {"ph": "X", "name": "k", "ts": 1.5, "dur": 2}
-    assert chrome.check_event(ok, "f") is ok
-    assert chrome.check_event({"ph": "X", "ts": "12.5"}, "f")["ts"] == "12.5"
+    assert event_check.check_event(ok, "f") is ok
+    assert event_check.check_event({"ph": "X", "ts": "12.5"}, "f")["ts"] == "12.5"
     for bad, what in ((float("inf"), "inf"), (float("nan"), "nan"), (True, "True")):
         with pytest.raises(chrome.TraceError, match=f"dur is '{what}', expected a finite"):
-            chrome.check_event({"name": "k", "ts": 0.0, "dur": bad}, "f")
+            event_check.check_event({"name": "k", "ts": 0.0, "dur": bad}, "f")
     with pytest.raises(chrome.TraceError, match="trace event is a list"):
-        chrome.check_event([], "f")
+        event_check.check_event([], "f")
 
 
 @pytest.mark.parametrize("run", sorted(RUNS))

@@ -98,7 +98,8 @@ def _chrome_identity(head: bytes) -> Identity:
 
 def _read_chrome(path: str, head: bytes, limits: ReadLimits) -> list[Timeline]:
     """Kineto or TF trace viewer; the events dropped for impossible times are said."""
-    from gpudiag.trace.source.chrome import EventStream, dropped_note, open_chrome
+    from gpudiag.trace.source.chrome import EventStream, open_chrome
+    from gpudiag.trace.source.event_check import dropped_note
 
     doc = open_chrome(path, index=False)
     timelines = _read_chrome_doc(doc, path)

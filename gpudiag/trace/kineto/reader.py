@@ -27,7 +27,8 @@ from gpudiag.trace.model.timeline import HOST_COMPUTE, Intervals, Kind, Metadata
 from gpudiag.trace.names.comm import classify
 from gpudiag.trace.names.facts import RunFacts, host_call_kind
 from gpudiag.trace.names.name_scan import NameCache, scanned
-from gpudiag.trace.source.chrome import MAX_NAME, ChromeDoc, json_kind, loads
+from gpudiag.trace.source.chrome import MAX_NAME, ChromeDoc, loads
+from gpudiag.trace.source.event_check import json_kind
 
 KERNEL_CATS = frozenset({"kernel", "Kernel"})
 MEMCPY_CATS = frozenset({"gpu_memcpy", "Memcpy"})

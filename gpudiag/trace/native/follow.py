@@ -39,7 +39,7 @@ from gpudiag.trace.native.reader import (
     parse_line,
     validate_event,
 )
-from gpudiag.trace.source.chrome import check_event
+from gpudiag.trace.source.event_check import check_event
 
 # Events of the profiler windows held: about 500 bytes each as parsed, so ~25 MB, and a
 # frame's diagnosis of them well under a second (benchmarks/follow_memory.py).

@@ -48,7 +48,8 @@ from gpudiag.trace.native.events import (
     metadata_from,
     validate_event,
 )
-from gpudiag.trace.source.chrome import check_event, check_slice, dropped_note, loads
+from gpudiag.trace.source.chrome import loads
+from gpudiag.trace.source.event_check import check_event, check_slice, dropped_note
 from gpudiag.trace.source.files import ByteReader, open_stream
 
 # the format's names and builder live in events.py; importable from here as well
@@ -171,7 +172,7 @@ class _Events:
         self.path = path
         self.truncated = False
         self.closed = False  # the last line holds the closing bracket: the run ended
-        self.dropped = 0  # events with impossible times (chrome.check_event), left out
+        self.dropped = 0  # events with impossible times (event_check.check_event), left out
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         bad: int | None = None

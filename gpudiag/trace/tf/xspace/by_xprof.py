@@ -22,7 +22,8 @@ from typing import Any
 from gpudiag.trace.errors import TraceError
 from gpudiag.trace.model.timeline import Timeline
 from gpudiag.trace.quiet import quiet_stderr
-from gpudiag.trace.source.chrome import ChromeDoc, check_event, loads, open_chrome
+from gpudiag.trace.source.chrome import ChromeDoc, loads, open_chrome
+from gpudiag.trace.source.event_check import check_event
 
 INSTALL_HINT = "reading .xplane.pb with xprof needs xprof: pip install 'gpudiag[xplane]'"
 TOOL = "trace_viewer"
