@@ -20,8 +20,9 @@ from __future__ import annotations
 from gpudiag.analyze import worker_pool
 from gpudiag.analyze.diagnosis import Suggestion
 from gpudiag.analyze.evidence import Situation
-from gpudiag.analyze.gain import Gain, capacity, fair_share, pipelined, removed
+from gpudiag.analyze.gain import Gain, removed
 from gpudiag.analyze.input_arrays import array_remedies
+from gpudiag.analyze.input_gain import cores_of, headroom, input_gain, input_work
 from gpudiag.analyze.input_stage import STAGE_REMEDIES
 from gpudiag.analyze.needs import Needs, OneOf
 
@@ -38,9 +39,6 @@ NEEDS = {
     **{f"stage-{kind}": Needs() for kind in STAGE_REMEDIES},
 }
 
-# Python input whose process keeps less than this many cores busy is waiting, not computing
-# (a GIL-bound producer alone keeps one core busy; measured: see docs/thresholds.md).
-WAITING_CORES = 0.6
 # Below this capacity headroom (cores free / cores in use) more parallelism cannot help.
 NO_HEADROOM = 1.1
 # Multiprocessing workers pay pickling and IPC per batch: the share of their ideal speed-up
@@ -56,99 +54,11 @@ LONGER_EPOCHS = (
     "make num_batches return None (an endless PyDataset) and train in fewer, longer "
     "epochs (fit(steps_per_epoch=...))."
 )
-# A GPU profile does not record the host's cores: the gain then assumes the fewest a GPU
-# training host has (2), and says so; CPU-only runs claim no parallel speed-up unknown.
-ASSUMED_GPU_HOST_CORES = 2
-
-
-def input_work(s: Situation) -> str:
-    cfg = s.config
-    python = (
-        bool(cfg.python_ops)
-        or cfg.input_kind in ("generator", "pydataset")
-        or s.has("python-generator")
-    )
-    if python:
-        own = s.host.own_cores()
-        if own is not None and own < WAITING_CORES and not s.has("gil-pressure"):
-            return "python-waiting"
-        return "python"
-    if cfg.input_kind == "tf.data" or cfg.maps:
-        return "native"
-    if cfg.input_kind == "array":
-        return "array"
-    return "unknown"
-
-
-def _cores(s: Situation) -> int:
-    if s.config.cores:
-        return s.config.cores
-    return 1 if s.cpu_device else ASSUMED_GPU_HOST_CORES  # unknown: claim little or none
-
-
-def _headroom(s: Situation) -> float | None:
-    """How much more CPU the run could use at best: only bounded on CPU-only runs, where the
-    model and the input pipeline share the cores. Which remedies are offered ignores other
-    processes (their load comes and goes, and the same run must get the same remedies); the
-    gains do not (``_cpu_bounded``)."""
-    if not s.cpu_device:
-        return None
-    return capacity(s.config.cores, s.host.own_cores())
-
-
-def _others_pct(s: Situation) -> float | None:
-    f = s.findings.get("cpu-contention")
-    pct = f.evidence.get("cpu_other_processes_p50_pct") if f is not None else None
-    return float(pct) if isinstance(pct, int | float) else None
-
-
-def _cpu_bounded(g: Gain, s: Situation, threads: float) -> Gain:
-    """The gain bounded by the CPU a CPU-only run can get: the machine's cores bound the
-    high end; where other processes held part of them (``cpu-contention``), the point and the
-    low end are the fair share a run with ``threads`` busy threads gets beside them
-    (``gain.fair_share``), the high end what it gets once they are gone. One basis line."""
-    head = _headroom(s)
-    if head is None:
-        return g
-    why = f"CPU-only run: at most {head:.2f}× more CPU on this machine"
-    others = _others_pct(s)
-    here = fair_share(s.config.cores, s.host.own_cores(), others, threads, s.host.load)
-    if here is None or here >= min(g.point, head):
-        return g.bounded(head, None, why)
-    load, own = s.host.load, s.host.own_cores() or 0.0
-    held = (s.config.cores or 0) * (others or 0.0) / 100.0
-    tasks = (
-        f", {load - own:.1f} runnable tasks beside this run's" if load and load - own > held else ""
-    )
-    why += (
-        f"; other processes held {others:.0f}% of it (cpu-contention{tasks}), and beside "
-        f"them {threads:g} busy threads get at most {here:.2f}×: the point and low end "
-        "assume their load stays, the high end that it goes"
-    )
-    return g.bounded(head, here, why)
-
-
-def _input_gain(s: Situation, n_low: float, n: float, n_high: float, spread: str) -> Gain:
-    """Producer spread over ``n`` effective workers (``n_low``..``n_high`` for the range);
-    ``spread`` says over what, in the user's terms."""
-    inp = s.shares["input"]
-    assumed = "" if s.config.cores else " (host cores not in the profile: 2 assumed)"
-    g = Gain.of(
-        pipelined(inp, n),
-        pipelined(inp, n_low),
-        pipelined(inp, n_high),
-        f"input wait {inp:.0%} of step time, producer spread over {spread}{assumed}",
-    )
-    if input_work(s) == "python-waiting" and _others_pct(s) is None:
-        return g  # waiting work needs no CPU: the cores do not bound it
-    # beside other processes a producer that keeps little CPU busy may be starved of it,
-    # not waiting: the share of the cores it can get bounds it all the same
-    return _cpu_bounded(g, s, max(n_high, 1.0))
 
 
 def _workers_remedy(s: Situation, kind: str) -> list[Suggestion]:
     cfg = s.config
-    n = _cores(s)
+    n = cores_of(s)
     have = cfg.workers or 1
     if cfg.input_kind == "pydataset" and cfg.use_multiprocessing and have >= n:
         return []  # already as parallel as the machine allows
@@ -161,7 +71,7 @@ def _workers_remedy(s: Situation, kind: str) -> list[Suggestion]:
     def gain_for(k: int) -> Gain:
         procs = f"{k} worker processes" + (f" (from {have})" if scale < 1.0 else "")
         if cfg.input_kind == "tf.data":
-            return _input_gain(
+            return input_gain(
                 s,
                 k * PROCESS_EFFICIENCY * scale,
                 k * PY_FUNCTION_SHED * scale,
@@ -169,7 +79,7 @@ def _workers_remedy(s: Situation, kind: str) -> list[Suggestion]:
                 f"{procs}, each also shedding the py_function's per-call overhead "
                 f"(×{PY_FUNCTION_SHED:g} a plain worker's rate at best)",
             )
-        return _input_gain(
+        return input_gain(
             s,
             k * PROCESS_EFFICIENCY * scale,
             k * PROCESS_EFFICIENCY * scale,
@@ -225,11 +135,11 @@ def _parallel_map_remedy(s: Situation) -> list[Suggestion]:
     cfg = s.config
     if not cfg.sequential_maps:
         return []  # every map already parallel (or no map at all)
-    n = _cores(s)
+    n = cores_of(s)
     if n < 2:
         return []
     waiting = input_work(s) == "python-waiting"
-    g = _input_gain(s, n, n, n, f"{n} parallel calls")
+    g = input_gain(s, n, n, n, f"{n} parallel calls")
     why = (
         "The Python in it mostly waits (a sleep or a read releases the GIL), so calls overlap."
         if waiting
@@ -274,7 +184,7 @@ def _processes_in_place(s: Situation) -> bool:
     the remedy the worker rules give is the run's own configuration."""
     cfg = s.config
     pool = cfg.input_kind == "pydataset" and bool(cfg.use_multiprocessing)
-    return pool and (cfg.workers or 1) >= _cores(s)
+    return pool and (cfg.workers or 1) >= cores_of(s)
 
 
 def _less_work_remedy(s: Situation, head: float | None) -> list[Suggestion]:
@@ -292,7 +202,7 @@ def _less_work_remedy(s: Situation, head: float | None) -> list[Suggestion]:
     if _processes_in_place(s):
         cfg = s.config
         why = (
-            f"The input already runs in {cfg.workers} worker processes on {_cores(s)} cores "
+            f"The input already runs in {cfg.workers} worker processes on {cores_of(s)} cores "
             "(PyDataset(use_multiprocessing=True)), so more workers cannot help"
         )
         more = "; or train on a machine with more cores for the workers"
@@ -346,17 +256,17 @@ def _stage_remedy(s: Situation) -> list[Suggestion]:
     if text is None:
         return []
     title, detail, model = text
-    n = _cores(s)
+    n = cores_of(s)
     inp = s.shares["input"]
     if model == "cores":
-        g = _input_gain(s, n, n, n, f"{n} parallel calls")
+        g = input_gain(s, n, n, n, f"{n} parallel calls")
     elif model == "processes":
         have = cfg.workers or 1
         if cfg.input_kind == "pydataset" and cfg.use_multiprocessing and have >= n:
             return []  # already as many worker processes as the machine has cores
 
         def gain_for(k: int) -> Gain:
-            return _input_gain(
+            return input_gain(
                 s,
                 k * PROCESS_EFFICIENCY,
                 k * PROCESS_EFFICIENCY,
@@ -393,7 +303,7 @@ def input_remedies(s: Situation) -> list[Suggestion]:
     if s.config.input_kind == "dataloader" or s.has("dataloader-in-main-process"):
         return []  # PyTorch: the DataLoader rule advises
     kind = input_work(s)
-    head = _headroom(s)
+    head = headroom(s)
     if head is not None and head < NO_HEADROOM and kind != "python-waiting":
         return _less_work_remedy(s, head)
     if _processes_in_place(s) and kind == "python":
