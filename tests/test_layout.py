@@ -118,10 +118,11 @@ def test_analyze_and_record_import_nothing_from_show():
     assert {k: v for k, v in wrong.items() if v} == {}
 
 
-def test_show_modules_are_small():
+def test_every_module_is_small():
+    """One job per module: none over 400 lines (a module that grows past it holds two)."""
     sizes = {
         str(p.relative_to(PACKAGE)): len(p.read_text(encoding="utf-8").splitlines())
-        for p in (PACKAGE / "show").rglob("*.py")
+        for p in PACKAGE.rglob("*.py")
     }
     assert {k: n for k, n in sizes.items() if n > 400} == {}
 

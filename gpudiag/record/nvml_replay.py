@@ -38,98 +38,20 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-__all__ = ["NVMLError", "ReplayNvml"]
+from gpudiag.record.nvml_mirror import (
+    GpmMetricsGet,
+    GpmSample,
+    Handle,
+    NVMLError,
+    NVMLError_DriverNotLoaded,
+    NVMLError_LibraryNotFound,
+    NVMLError_NotFound,
+    NVMLError_NotSupported,
+    NVMLError_Uninitialized,
+    error_for,
+)
 
-_ERROR_TEXT = {
-    1: "Uninitialized",
-    2: "Invalid Argument",
-    3: "Not Supported",
-    4: "Insufficient Permissions",
-    6: "Not Found",
-    9: "Driver Not Loaded",
-    12: "NVML Shared Library Not Found",
-    13: "Function Not Found",
-    15: "GPU is lost",
-    999: "Unknown Error",
-}
-
-
-class NVMLError(Exception):
-    """Mirrors ``pynvml.NVMLError``: ``value`` is the nvmlReturn_t code."""
-
-    def __init__(self, value: int) -> None:
-        super().__init__(value)
-        self.value = value
-
-    def __str__(self) -> str:
-        return _ERROR_TEXT.get(self.value, f"NVML Error with code {self.value}")
-
-
-class NVMLError_Uninitialized(NVMLError):
-    pass
-
-
-class NVMLError_NotSupported(NVMLError):
-    pass
-
-
-class NVMLError_NotFound(NVMLError):
-    pass
-
-
-class NVMLError_LibraryNotFound(NVMLError):
-    pass
-
-
-class NVMLError_DriverNotLoaded(NVMLError):
-    pass
-
-
-_CLASSES: dict[int, type[NVMLError]] = {
-    1: NVMLError_Uninitialized,
-    3: NVMLError_NotSupported,
-    6: NVMLError_NotFound,
-    9: NVMLError_DriverNotLoaded,
-    12: NVMLError_LibraryNotFound,
-}
-
-
-def _error(code: int) -> NVMLError:
-    return _CLASSES.get(code, NVMLError)(code)
-
-
-class _GpmSample:
-    __slots__ = ("index", "t_us")
-
-    def __init__(self) -> None:
-        self.index = 0
-        self.t_us: float | None = None
-
-
-class _GpmMetricsGet:
-    """Mirrors ``pynvml.c_nvmlGpmMetricsGet_t``: ``metrics[i].metricId`` in, values out."""
-
-    def __init__(self) -> None:
-        self.version = 0
-        self.numMetrics = 0
-        self.sample1: _GpmSample | None = None
-        self.sample2: _GpmSample | None = None
-        self.metrics = [
-            SimpleNamespace(metricId=0, nvmlReturn=0, value=0.0) for _ in range(_GPM_SLOTS)
-        ]
-
-
-_GPM_SLOTS = 32
-
-
-class _Handle:
-    __slots__ = ("index",)
-
-    def __init__(self, index: int) -> None:
-        self.index = index
-
-    def __repr__(self) -> str:
-        return f"<replay nvmlDevice {self.index}>"
+__all__ = ["ReplayNvml"]
 
 
 class ReplayNvml:
@@ -160,7 +82,7 @@ class ReplayNvml:
     NVML_VALUE_TYPE_UNSIGNED_INT = 1
     nvmlMemory_v2 = 0x02000028
 
-    c_nvmlGpmMetricsGet_t = _GpmMetricsGet
+    c_nvmlGpmMetricsGet_t = GpmMetricsGet
 
     NVMLError = NVMLError
     NVMLError_Uninitialized = NVMLError_Uninitialized
@@ -225,16 +147,16 @@ class ReplayNvml:
     def _enter(self, name: str) -> None:
         self.calls[name] += 1
         if name != "nvmlInit" and self._init_count <= 0:
-            raise _error(self.NVML_ERROR_UNINITIALIZED)
+            raise error_for(self.NVML_ERROR_UNINITIALIZED)
         if name in self.not_supported:
-            raise _error(self.NVML_ERROR_NOT_SUPPORTED)
+            raise error_for(self.NVML_ERROR_NOT_SUPPORTED)
         if name in self.fail:
-            raise _error(self.fail[name])
+            raise error_for(self.fail[name])
 
-    def _device(self, handle: _Handle) -> Mapping[str, Any]:
+    def _device(self, handle: Handle) -> Mapping[str, Any]:
         return self._devices[handle.index]
 
-    def _read(self, handle: _Handle) -> Mapping[str, Any]:
+    def _read(self, handle: Handle) -> Mapping[str, Any]:
         """The recorded 'read' row in effect now (playback loops)."""
         times = self._read_t[handle.index]
         rows = self._device(handle).get("reads", [])
@@ -247,7 +169,7 @@ class ReplayNvml:
     def nvmlInit(self) -> None:
         self._enter("nvmlInit")
         if self.init_error is not None:
-            raise _error(self.init_error)
+            raise error_for(self.init_error)
         self._init_count += 1
 
     def nvmlShutdown(self) -> None:
@@ -262,29 +184,29 @@ class ReplayNvml:
         self._enter("nvmlDeviceGetCount")
         return len(self._devices)
 
-    def nvmlDeviceGetHandleByIndex(self, index: int) -> _Handle:
+    def nvmlDeviceGetHandleByIndex(self, index: int) -> Handle:
         self._enter("nvmlDeviceGetHandleByIndex")
         if not 0 <= index < len(self._devices):
-            raise _error(self.NVML_ERROR_INVALID_ARGUMENT)
-        return _Handle(index)
+            raise error_for(self.NVML_ERROR_INVALID_ARGUMENT)
+        return Handle(index)
 
-    def nvmlDeviceGetName(self, handle: _Handle) -> str:
+    def nvmlDeviceGetName(self, handle: Handle) -> str:
         self._enter("nvmlDeviceGetName")
         return str(self._device(handle).get("name", "NVIDIA GPU"))
 
-    def nvmlDeviceGetEnforcedPowerLimit(self, handle: _Handle) -> int:
+    def nvmlDeviceGetEnforcedPowerLimit(self, handle: Handle) -> int:
         self._enter("nvmlDeviceGetEnforcedPowerLimit")
         limit = self._device(handle).get("power_limit_w")
         if limit is None:
-            raise _error(self.NVML_ERROR_NOT_SUPPORTED)
+            raise error_for(self.NVML_ERROR_NOT_SUPPORTED)
         return int(float(limit) * 1000)
 
     def nvmlDeviceGetSamples(
-        self, handle: _Handle, sampling_type: int, last_ts: int
+        self, handle: Handle, sampling_type: int, last_ts: int
     ) -> tuple[int, list[Any]]:
         self._enter("nvmlDeviceGetSamples")
         if sampling_type != self.NVML_GPU_UTILIZATION_SAMPLES:
-            raise _error(self.NVML_ERROR_NOT_SUPPORTED)
+            raise error_for(self.NVML_ERROR_NOT_SUPPORTED)
         ts_rel, vals = self._util_t[handle.index], self._util_v[handle.index]
         now = self.elapsed_us
         lo = max(0.0, float(last_ts) - self._base_us)  # relative µs already seen
@@ -305,10 +227,10 @@ class ReplayNvml:
                         )
         out = out[-self.BUFFER_SAMPLES :]
         if not out:
-            raise _error(self.NVML_ERROR_NOT_FOUND)  # what the driver says: nothing newer
+            raise error_for(self.NVML_ERROR_NOT_FOUND)  # what the driver says: nothing newer
         return self.NVML_VALUE_TYPE_UNSIGNED_INT, out
 
-    def nvmlDeviceGetUtilizationRates(self, handle: _Handle) -> Any:
+    def nvmlDeviceGetUtilizationRates(self, handle: Handle) -> Any:
         self._enter("nvmlDeviceGetUtilizationRates")
         ts_rel, vals = self._util_t[handle.index], self._util_v[handle.index]
         if not ts_rel:
@@ -318,7 +240,7 @@ class ReplayNvml:
         window = vals[max(0, i - 5) : i + 1]  # ~1 s average, as the driver does
         return SimpleNamespace(gpu=round(sum(window) / len(window)), memory=0)
 
-    def nvmlDeviceGetMemoryInfo(self, handle: _Handle, version: int | None = None) -> Any:
+    def nvmlDeviceGetMemoryInfo(self, handle: Handle, version: int | None = None) -> Any:
         """v1 (``mem_used_mib`` as recorded, the driver's reserve included) or, with
         ``version=nvmlMemory_v2``, used without the device's ``memory_reserved_mib``."""
         self._enter("nvmlDeviceGetMemoryInfo")
@@ -333,68 +255,68 @@ class ReplayNvml:
             total=total, reserved=reserved, used=used, free=total - used - reserved
         )
 
-    def nvmlDeviceGetPcieThroughput(self, handle: _Handle, counter: int) -> int:
+    def nvmlDeviceGetPcieThroughput(self, handle: Handle, counter: int) -> int:
         self._enter("nvmlDeviceGetPcieThroughput")
         key = "pcie_rx_kbs" if counter == self.NVML_PCIE_UTIL_RX_BYTES else "pcie_tx_kbs"
         return int(self._read(handle).get(key, 0))
 
-    def nvmlDeviceGetPowerUsage(self, handle: _Handle) -> int:
+    def nvmlDeviceGetPowerUsage(self, handle: Handle) -> int:
         self._enter("nvmlDeviceGetPowerUsage")
         return int(self._read(handle).get("power_mw", 0))
 
-    def nvmlDeviceGetClockInfo(self, handle: _Handle, clock_type: int) -> int:
+    def nvmlDeviceGetClockInfo(self, handle: Handle, clock_type: int) -> int:
         self._enter("nvmlDeviceGetClockInfo")
         if clock_type != self.NVML_CLOCK_SM:
-            raise _error(self.NVML_ERROR_NOT_SUPPORTED)
+            raise error_for(self.NVML_ERROR_NOT_SUPPORTED)
         return int(self._read(handle).get("clock_sm_mhz", 0))
 
-    def nvmlDeviceGetTemperature(self, handle: _Handle, sensor: int) -> int:
+    def nvmlDeviceGetTemperature(self, handle: Handle, sensor: int) -> int:
         self._enter("nvmlDeviceGetTemperature")
         return int(self._read(handle).get("temperature_c", 0))
 
-    def nvmlDeviceGetComputeRunningProcesses(self, handle: _Handle) -> list[Any]:
+    def nvmlDeviceGetComputeRunningProcesses(self, handle: Handle) -> list[Any]:
         self._enter("nvmlDeviceGetComputeRunningProcesses")
         return [
             SimpleNamespace(pid=int(p["pid"]), usedGpuMemory=int(p["used_mib"]) * 1024 * 1024)
             for p in self._device(handle).get("processes", [])
         ]
 
-    def nvmlDeviceGetGraphicsRunningProcesses(self, handle: _Handle) -> list[Any]:
+    def nvmlDeviceGetGraphicsRunningProcesses(self, handle: Handle) -> list[Any]:
         self._enter("nvmlDeviceGetGraphicsRunningProcesses")
         return []
 
     # ---- GPM (GPU Performance Monitoring) ----------------------------------------------------
-    def _gpm_rows(self, handle: _Handle) -> bool:
+    def _gpm_rows(self, handle: Handle) -> bool:
         return any("gpm" in r for r in self._device(handle).get("reads", []))
 
-    def nvmlGpmQueryDeviceSupport(self, handle: _Handle) -> Any:
+    def nvmlGpmQueryDeviceSupport(self, handle: Handle) -> Any:
         self._enter("nvmlGpmQueryDeviceSupport")
         return SimpleNamespace(version=1, isSupportedDevice=int(self._gpm_rows(handle)))
 
-    def nvmlGpmSampleAlloc(self) -> _GpmSample:
+    def nvmlGpmSampleAlloc(self) -> GpmSample:
         self._enter("nvmlGpmSampleAlloc")
-        return _GpmSample()
+        return GpmSample()
 
-    def nvmlGpmSampleFree(self, sample: _GpmSample) -> None:
+    def nvmlGpmSampleFree(self, sample: GpmSample) -> None:
         self._enter("nvmlGpmSampleFree")
 
-    def nvmlGpmSampleGet(self, handle: _Handle, sample: _GpmSample) -> _GpmSample:
+    def nvmlGpmSampleGet(self, handle: Handle, sample: GpmSample) -> GpmSample:
         self._enter("nvmlGpmSampleGet")
         if not self._gpm_rows(handle):
-            raise _error(self.NVML_ERROR_NOT_SUPPORTED)
+            raise error_for(self.NVML_ERROR_NOT_SUPPORTED)
         sample.index, sample.t_us = handle.index, self.elapsed_us
         return sample
 
-    def nvmlGpmMetricsGet(self, request: _GpmMetricsGet) -> _GpmMetricsGet:
+    def nvmlGpmMetricsGet(self, request: GpmMetricsGet) -> GpmMetricsGet:
         """The recorded read in effect at ``sample2`` gives each metric (the fixture keeps
         one value per interval, as NVML computes it between two samples)."""
         from gpudiag.record.gpm import METRICS
 
         self._enter("nvmlGpmMetricsGet")
         if request.sample1 is None or request.sample2 is None or request.sample2.t_us is None:
-            raise _error(self.NVML_ERROR_INVALID_ARGUMENT)
+            raise error_for(self.NVML_ERROR_INVALID_ARGUMENT)
         names = {v: k for k, v in METRICS.items()}
-        row = self._read(_Handle(request.sample2.index)).get("gpm", {})
+        row = self._read(Handle(request.sample2.index)).get("gpm", {})
         for metric in request.metrics[: request.numMetrics]:
             value = row.get(names.get(int(metric.metricId), ""))
             metric.nvmlReturn = 0 if value is not None else self.NVML_ERROR_NOT_SUPPORTED
@@ -407,4 +329,4 @@ class ReplayNvml:
             for p in d.get("processes", []):
                 if int(p["pid"]) == pid:
                     return str(p.get("name", "?"))
-        raise _error(self.NVML_ERROR_NOT_FOUND)
+        raise error_for(self.NVML_ERROR_NOT_FOUND)

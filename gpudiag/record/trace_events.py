@@ -1,16 +1,21 @@
-"""The writer's fixed-shape events: the header, the host's track names, a group of steps.
+"""The writer's fixed-shape events: the header, the host's track names, a group of steps, a
+counter reading, a lint, the input pipeline's facts, a profiler window's span.
 
 header_event(meta)          # the first event: format, version and the run's metadata
 step_group_event(group)     # steps outside windows, one event per ``GROUP_S`` of them
+counter_event("gpu_util", "GPU 0", ts_us, 97.0)
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from gpudiag.trace.model.timeline import Metadata
+from gpudiag.trace.model.timeline import Metadata, RecordedLint
 from gpudiag.trace.native.reader import (
+    CAT_FINDING,
+    CAT_PIPELINE,
     CAT_STEP_GROUP,
+    CAT_WINDOW,
     FORMAT_NAME,
     FORMAT_VERSION,
     HOST_PID,
@@ -64,4 +69,56 @@ def step_group_event(group: list[tuple[float, float, int]]) -> dict[str, Any]:
             "p90": round(per[min(n - 1, (9 * n) // 10)], 3),
             "max": round(per[-1], 3),
         },
+    }
+
+
+def counter_event(name: str, source: str, ts_us: float, value: float) -> dict[str, Any]:
+    """One counter reading (``value`` of ``name`` from ``source``) on the host's track."""
+    return {
+        "ph": "C",
+        "name": name,
+        "pid": HOST_PID,
+        "ts": round(ts_us, 3),
+        "args": {source: round(float(value), 4)},
+    }
+
+
+def lint_event(f: RecordedLint, ts_us: float) -> dict[str, Any]:
+    """A lint judged before the first step, as a global instant event."""
+    return {
+        "ph": "i",
+        "s": "g",
+        "cat": CAT_FINDING,
+        "name": f.id,
+        "pid": HOST_PID,
+        "tid": 1,
+        "ts": round(ts_us, 3),
+        "args": {"severity": f.severity, "title": f.title, "evidence": f.evidence, "fix": f.fix},
+    }
+
+
+def pipeline_event(facts: dict[str, Any], ts_us: float) -> dict[str, Any]:
+    """The input pipeline's facts (its stages, what they run), on the input-wait track."""
+    return {
+        "ph": "i",
+        "s": "g",
+        "cat": CAT_PIPELINE,
+        "name": "pipeline",
+        "pid": HOST_PID,
+        "tid": 2,
+        "ts": round(ts_us, 3),
+        "args": facts,
+    }
+
+
+def window_event(start_us: float, end_us: float, what: str) -> dict[str, Any]:
+    """A profiler window's span on the steps' track."""
+    return {
+        "ph": "X",
+        "cat": CAT_WINDOW,
+        "name": what,
+        "pid": HOST_PID,
+        "tid": 1,
+        "ts": round(start_us, 3),
+        "dur": round(end_us - start_us, 3),
     }

@@ -36,17 +36,22 @@ from collections.abc import Callable
 from typing import Any
 
 from gpudiag.record.claim import claim_path
-from gpudiag.record.trace_events import HOST_NAMES, header_event, step_group_event
+from gpudiag.record.trace_events import (
+    HOST_NAMES,
+    counter_event,
+    header_event,
+    lint_event,
+    pipeline_event,
+    step_group_event,
+    window_event,
+)
 from gpudiag.record.window_events import window_events
 from gpudiag.trace.model.compiles import CompileEvent
 from gpudiag.trace.model.timeline import Metadata, RecordedLint, Timeline
 from gpudiag.trace.native.reader import (
     CAT_COMPILE,
-    CAT_FINDING,
-    CAT_PIPELINE,
     CAT_SPAN,
     CAT_STEP,
-    CAT_WINDOW,
     DEVICE_PID_BASE,
     HOST_PID,
     META_UPDATE,
@@ -178,7 +183,7 @@ class TraceWriter:
 
     def close(self) -> None:
         self._flush_group()
-        self._flush_aggs(force=True)
+        self._flush_aggs()
         with self._lock:
             if self.closed:
                 return
@@ -268,14 +273,14 @@ class TraceWriter:
         """Full resolution (a profiler window is open) or aggregates (it closed)."""
         if on:
             self._flush_group()
-            self._flush_aggs(force=True)
+            self._flush_aggs()
         self._detail = on
 
     def settle(self) -> None:
         """Write out what is gathered but not yet written (a group of steps, counter means),
         so that a summary taken now holds everything so far; recording goes on."""
         self._flush_group()
-        self._flush_aggs(force=True)
+        self._flush_aggs()
         self.flush()
 
     def summary(self, path: str) -> Timeline:
@@ -338,18 +343,9 @@ class TraceWriter:
             self._flush_aggs(key=(name, source))
 
     def _counter(self, name: str, source: str, ts_us: float, value: float) -> None:
-        self._write(
-            {
-                "ph": "C",
-                "name": name,
-                "pid": HOST_PID,
-                "ts": round(ts_us, 3),
-                "args": {source: round(float(value), 4)},
-            },
-            exact=True,
-        )
+        self._write(counter_event(name, source, ts_us, value), exact=True)
 
-    def _flush_aggs(self, key: tuple[str, str] | None = None, force: bool = False) -> None:
+    def _flush_aggs(self, key: tuple[str, str] | None = None) -> None:
         """Write counter means (one event at the mean time of the samples they stand for)."""
         with self._agg_lock:
             keys = list(self._aggs) if key is None else [key]
@@ -357,57 +353,19 @@ class TraceWriter:
         for (name, source), (_t0, n, sum_ts, sum_v) in done:
             if n:
                 self._counter(name, source, sum_ts / n, sum_v / n)
-        del force
 
     def finding(self, f: RecordedLint, ts_us: float | None = None) -> None:
-        self._write(
-            {
-                "ph": "i",
-                "s": "g",
-                "cat": CAT_FINDING,
-                "name": f.id,
-                "pid": HOST_PID,
-                "tid": 1,
-                "ts": round(ts_us if ts_us is not None else time.time() * 1e6, 3),
-                "args": {
-                    "severity": f.severity,
-                    "title": f.title,
-                    "evidence": f.evidence,
-                    "fix": f.fix,
-                },
-            }
-        )
+        self._write(lint_event(f, ts_us if ts_us is not None else time.time() * 1e6))
 
     def update_meta(self, **facts: Any) -> None:
         """Facts learnt after the header (replica count, limitations, batch size)."""
         self._write({"ph": "M", "name": META_UPDATE, "pid": 0, "tid": 0, "args": facts})
 
     def pipeline(self, facts: dict[str, Any]) -> None:
-        self._write(
-            {
-                "ph": "i",
-                "s": "g",
-                "cat": CAT_PIPELINE,
-                "name": "pipeline",
-                "pid": HOST_PID,
-                "tid": 2,
-                "ts": round(time.time() * 1e6, 3),
-                "args": facts,
-            }
-        )
+        self._write(pipeline_event(facts, time.time() * 1e6))
 
     def window(self, start_us: float, end_us: float, what: str) -> None:
-        self._write(
-            {
-                "ph": "X",
-                "cat": CAT_WINDOW,
-                "name": what,
-                "pid": HOST_PID,
-                "tid": 1,
-                "ts": round(start_us, 3),
-                "dur": round(end_us - start_us, 3),
-            }
-        )
+        self._write(window_event(start_us, end_us, what))
 
     def timeline(self, tl: Timeline, shift_us: float = 0.0) -> None:
         """A profiler window's device activity and input waits, moved onto our clock."""
