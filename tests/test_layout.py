@@ -207,3 +207,11 @@ def test_every_trace_part_is_placed():
     top = {"formats", "load", "errors", "quiet"}
     known = set(TRACE_PARTS) | top | {"ranks"}
     assert sorted({p for n in _modules() if (p := _trace_part(n)) and p not in known}) == []
+
+
+def test_the_command_lines_verdicts_are_the_analysis_verdicts():
+    """cli/parser.py keeps its own copy so that ``gpudiag --help`` imports no analysis."""
+    from gpudiag.analyze.diagnosis import VERDICTS
+    from gpudiag.cli.parser import VERDICTS as PARSED
+
+    assert PARSED == VERDICTS
