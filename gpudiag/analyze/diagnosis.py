@@ -37,7 +37,10 @@ class Finding:
 
     ``evidence`` is for the reader (figures rounded); ``measured`` is the figure the rule's
     gain model reads, unrounded (a share of time as a fraction, where the rule has one). It
-    is not part of ``to_dict``: the JSON shows the evidence."""
+    is not part of ``to_dict``: the JSON shows the evidence. Rules whose gain reads several
+    figures (recompilation's seconds, collective bandwidth's link and wait shares) read them
+    from the evidence, rounded to a millisecond or a tenth of a percent, far inside the
+    gain's range."""
 
     id: str
     severity: str  # high | moderate | info

@@ -41,15 +41,18 @@ def detect(ev: RankEvidence) -> Finding | None:
         "epochs": acc.epochs,
         "fit_s": round(acc.wall_s, 3),
     }
+    step_ms = None
     if acc.validation_batches:
+        step_ms = 1000 * seconds / acc.validation_batches
         evidence["validation_batches"] = acc.validation_batches
-        evidence["validation_step_ms"] = round(1000 * seconds / acc.validation_batches, 3)
+        evidence["validation_step_ms"] = round(step_ms, 3)
     return Finding(
         ID,
         part_severity(share),
         f"Validation takes {pct(share)}% of the fit ({seconds:.1f} s in "
         f"{acc.validation_runs} runs)",
         evidence,
+        measured=step_ms,  # a validation batch's time, ms
     )
 
 
@@ -58,9 +61,9 @@ def advise(f: Finding, s: Situation) -> list[Suggestion]:
     if acc is None or not acc.measured:
         return []
     out = _less_often(acc)
-    step_ms = f.evidence.get("validation_step_ms")
-    if isinstance(step_ms, int | float) and step_ms < SHORT_STEP_MS:
-        out += _per_step(acc, s, float(step_ms))
+    step_ms = f.measured
+    if step_ms is not None and step_ms < SHORT_STEP_MS:
+        out += _per_step(acc, s, step_ms)
     seconds = acc.parts["validation"]
     g = fit_gain(
         acc,

@@ -79,13 +79,14 @@ def detect(ev: RankEvidence) -> Finding | None:
             "replicas": replicas,
             "devices": sorted(full),
         },
+        measured=max(0.0, 1.0 - share / copied),  # the surplus share of the copied bytes
     )
 
 
 def advise(f: Finding, s: Situation) -> list[Suggestion]:
-    copied = float(f.evidence["copied_per_replica_step_mib"])
-    share = float(f.evidence["share_per_replica_step_mib"])
-    waste = max(0.0, 1.0 - share / copied) if copied > 0 else 0.0
+    waste = f.measured
+    if waste is None:
+        return []
     x = s.shares["transfer"] * waste
     g = Gain.of(
         removed(x),
