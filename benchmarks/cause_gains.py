@@ -34,7 +34,12 @@ SCENARIOS = {
     "predict_cb": ("model.predict on 256 samples every 2 batches", "predict-on-batch", "fit"),
     "numpy_cb": ("a 900x900 NumPy matmul every 2 batches", "callback-less-often", "fit"),
     "embedding": (
-        "Adam on a 150k x 64 Embedding, 5 lookups a sample",
+        "Adam on a 150k x 64 Embedding, 5 lookups a sample; after: SGD for the table",
+        "sparse-embedding-updates",
+        "step",
+    ),
+    "embedding_adagrad": (
+        "the same; after: Adagrad for the table (the remedy's low end)",
         "sparse-embedding-updates",
         "step",
     ),
@@ -80,6 +85,8 @@ def one(scenario: str, after: bool, diagnose: str | None) -> dict[str, Any]:
     import keras
     import numpy as np
 
+    from gpudiag.record.host import HostMonitor
+
     rng = np.random.default_rng(0)
     clock = _Clock().cb
     cbs: list[Any] = [clock]
@@ -97,6 +104,7 @@ def one(scenario: str, after: bool, diagnose: str | None) -> dict[str, Any]:
         return m
 
     x, y = rng.random((20 * 64, 64), dtype=np.float32), rng.random((20 * 64, 1), dtype=np.float32)
+    load = HostMonitor()  # other processes' share of the host over the timed part
     t0 = time.perf_counter()
     if scenario == "fp16":
         if not after:
@@ -117,7 +125,7 @@ def one(scenario: str, after: bool, diagnose: str | None) -> dict[str, Any]:
                     float(np.linalg.norm(a @ a))
 
         mlp(64, 64).fit(x, y, batch_size=64, epochs=3, verbose=0, callbacks=[Work(), *cbs])
-    elif scenario == "embedding":
+    elif scenario.startswith("embedding"):
         rows = 150_000
         xi = rng.integers(0, rows, (20 * 32, 5)).astype("int32")
         yi = rng.random((len(xi), 1)).astype("float32")
@@ -130,12 +138,12 @@ def one(scenario: str, after: bool, diagnose: str | None) -> dict[str, Any]:
             ]
         )
         opt: Any = keras.optimizers.Adam()
-        if after:  # gpudiag's remedy: the table's rows by Adagrad, the rest by Adam
-            emb = m.layers[0]
+        if after:  # gpudiag's remedy: the table's rows by SGD (or Adagrad), the rest by Adam
+            table = keras.optimizers.Adagrad() if "adagrad" in scenario else keras.optimizers.SGD()
             opt = keras.optimizers.MultiOptimizer(
                 keras.optimizers.OptimizerMap(
                     default_optimizer=keras.optimizers.Adam(),
-                    optimizer_map={f"{emb.name}/.*": keras.optimizers.Adagrad()},
+                    optimizer_map={f"(.*/)?{m.layers[0].name}/.*": table},
                 )
             )
         m.compile(opt, "mse")
@@ -149,6 +157,7 @@ def one(scenario: str, after: bool, diagnose: str | None) -> dict[str, Any]:
         xs, ys = x[: 8 * 32], y[: 8 * 32]
         m.fit(xs, ys, batch_size=32, epochs=1, verbose=0)  # compiled before the timing
         clock.fit = 0.0
+        load = HostMonitor()
         t0 = time.perf_counter()
         if after:
             m.fit(
@@ -163,7 +172,11 @@ def one(scenario: str, after: bool, diagnose: str | None) -> dict[str, Any]:
             for _ in range(40):
                 m.fit(xs, ys, batch_size=32, epochs=1, verbose=0, callbacks=cbs)
     wall = time.perf_counter() - t0
-    out: dict[str, Any] = {"step_s": statistics.median(clock.steps[10:]), "fit_s": wall}
+    out: dict[str, Any] = {
+        "step_s": statistics.median(clock.steps[10:]),
+        "fit_s": wall,
+        "others_pct": load.read().cpu_others,
+    }
     if diagnose:
         d = gd.diagnosis
         out["suggestions"] = [
@@ -178,7 +191,8 @@ def _run(scenario: str, after: bool, diagnose: str | None = None) -> dict[str, A
     args = [sys.executable, __file__, "--child", scenario, "1" if after else "0"]
     if diagnose:
         args.append(diagnose)
-    env = {**os.environ, "PYTHONPATH": ROOT, "TF_CPP_MIN_LOG_LEVEL": "3"}
+    env = {k: v for k, v in os.environ.items() if k != "TF_ENABLE_ONEDNN_OPTS"}  # TF's defaults
+    env.update(PYTHONPATH=ROOT, TF_CPP_MIN_LOG_LEVEL="3")
     p = subprocess.run(args, capture_output=True, text=True, env=env, cwd=ROOT, timeout=900)
     line = next((ln for ln in p.stdout.splitlines() if ln.startswith("RESULT ")), None)
     if line is None:
@@ -190,10 +204,12 @@ def measure(scenario: str, reps: int) -> dict[str, Any]:
     _, key, figure = SCENARIOS[scenario]
     d = _run(scenario, False, os.path.join(tempfile.mkdtemp(), "t.json"))
     sug = next((s for s in d["suggestions"] if s["remedy"] == key), None)
-    before, after = [], []
-    for _ in range(reps):
-        before.append(_run(scenario, False)[f"{figure}_s"])
-        after.append(_run(scenario, True)[f"{figure}_s"])
+    before, after, others = [], [], []
+    for _ in range(reps):  # interleaved: each round's load falls on both sides
+        for side, xs in ((False, before), (True, after)):
+            r = _run(scenario, side)
+            xs.append(r[f"{figure}_s"])
+            others.append(r.get("others_pct") or 0.0)
     measured = statistics.median(before) / statistics.median(after)
     return {
         "scenario": scenario,
@@ -207,19 +223,27 @@ def measure(scenario: str, reps: int) -> dict[str, Any]:
         "before": [round(b, 4) for b in before],
         "after": [round(a, 4) for a in after],
         "findings": d["findings"],
+        "others_pct": [round(o) for o in others],
     }
 
 
-def main(names: list[str], reps: int) -> None:
+def main(names: list[str], reps: int, out: str | None = None) -> None:
+    rows = []
     print(
         f"{'scenario':16s} {'remedy':26s} {'predicted':>20s} {'measured':>9s} {'best':>6s}  result"
     )
     for n in names:
         r = measure(n, reps)
+        rows.append(r)
+        if out:
+            with open(out, "w") as f:
+                json.dump(rows, f, indent=1)
+        load = f"others {min(r['others_pct'])}-{max(r['others_pct'])}% CPU"
         if r["predicted"] is None:
             print(
                 f"{n:16s} {r['remedy']:26s} {'not offered':>20s} {r['measured']:>9.2f}  "
-                f"{r['findings']}"
+                f"{r['findings']}  {load}",
+                flush=True,
             )
             continue
         lo, hi = r["range"][0], r["range"][-1]
@@ -230,7 +254,7 @@ def main(names: list[str], reps: int) -> None:
         print(
             f"{n:16s} {r['remedy']:26s} {pred:>20s} {r['measured']:>9.2f} {r['best']:>6.2f}  "
             f"{verdict}"
-            f"  [{r['figure']}: before {r['before']}, after {r['after']}]",
+            f"  [{r['figure']}: before {r['before']}, after {r['after']}; {load}]",
             flush=True,
         )
 
@@ -245,4 +269,5 @@ if __name__ == "__main__":
             print(f"{k:16s} {v[0]}")
         sys.exit(0)
     reps = int(sys.argv[sys.argv.index("--reps") + 1]) if "--reps" in sys.argv else 3
-    main([a for a in sys.argv[1:] if a in SCENARIOS] or list(SCENARIOS), reps)
+    out = sys.argv[sys.argv.index("--json") + 1] if "--json" in sys.argv else None
+    main([a for a in sys.argv[1:] if a in SCENARIOS] or list(SCENARIOS), reps, out)

@@ -304,7 +304,7 @@ class DiagnoseCallback(SeriesHooks, Keras2Hooks, keras.callbacks.Callback):
         if found is not None:
             cbs, sync = found
             facts = session.clock.attach(cbs, me=self, model=self.model, batch_end_sync=sync)
-            session.writer.update_meta(extra={"callbacks": facts})
+            session.clock.write_facts(facts)
             self._tensorboard = [cbs] if any(f["class"] == "TensorBoard" for f in facts) else []
         session.fit_begin(began_us)
 

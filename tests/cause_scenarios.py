@@ -14,8 +14,10 @@ Group ``main`` (one process, default threading):
 * ``sgd_embedding``: the same table under SGD without momentum (sparse updates).
 * ``checkpoint``: ``ModelCheckpoint(save_freq=4)`` on a 1.3 M-parameter model.
 * ``float64``: the plain model given float64 arrays (pandas' default).
-* ``loop``: ``fit(epochs=1)`` of 8 steps called 24 times on one model.
+* ``loop``: ``fit(epochs=1)`` of 8 steps called 40 times on one model.
 * ``two_fits``: ``fit`` called twice on one model (a resumed fit, not a loop).
+* ``interrupted``: a series of fits whose fourth is left by a KeyboardInterrupt raised in a
+  batch hook (Ctrl-C: no ``on_train_end``), then one more fit in the same process.
 
 Group ``capped`` (its own process: TF's thread pools are set before its first op):
 intra/inter-op threads capped at 1 and deterministic ops forced, on the plain model.
@@ -158,10 +160,10 @@ def main(trace_dir: str) -> dict:
 
     m = dense_model(64)
     cb = _cb(trace_dir, "loop")
-    t = time.perf_counter()
-    for _ in range(24):
+    t, load = time.perf_counter(), _OthersCpu()
+    for _ in range(40):
         m.fit(x[: 8 * BATCH], y[: 8 * BATCH], batch_size=BATCH, epochs=1, verbose=0, callbacks=[cb])
-    out["loop"] = _out(cb, time.perf_counter() - t)
+    out["loop"] = _out(cb, time.perf_counter() - t, others_pct=load.pct())
 
     m = dense_model(64)
     cb = _cb(trace_dir, "two_fits")
@@ -169,7 +171,92 @@ def main(trace_dir: str) -> dict:
     for _ in range(2):
         m.fit(x, y, batch_size=BATCH, epochs=1, verbose=0, callbacks=[cb])
     out["two_fits"] = _out(cb, time.perf_counter() - t)
+    out["interrupted"] = _interrupted(trace_dir, x[: 8 * BATCH], y[: 8 * BATCH])
     return out
+
+
+class _OthersCpu:
+    """Other processes' share of the host's CPU since it was made, measured apart from
+    gpudiag: the host's busy time less this process's (threads included), psutil."""
+
+    def __init__(self) -> None:
+        import psutil
+
+        self._ps = psutil
+        self._t = time.monotonic()
+        self._busy, self._own = self._read()
+
+    def _read(self) -> tuple[float, float]:
+        c, p = self._ps.cpu_times(), self._ps.Process().cpu_times()
+        return c.user + c.system + c.nice + c.irq + c.softirq, p.user + p.system
+
+    def pct(self) -> float:
+        busy, own = self._read()
+        span = (time.monotonic() - self._t) * (os.cpu_count() or 1)
+        return 100.0 * max(0.0, (busy - self._busy) - (own - self._own)) / max(1e-9, span)
+
+
+class _Heard:
+    """Stands in for the callback's ``Say``: keeps what gpudiag says."""
+
+    quiet = False
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.printed: set[str] = set()
+
+    def __call__(self, text: str) -> None:
+        self.lines.append(text)
+
+    def once(self, text: str) -> None:
+        if text not in self.printed:
+            self.printed.add(text)
+            self(text)
+
+    def lints(self, findings) -> None:
+        pass
+
+
+class _CtrlC(keras.callbacks.Callback):
+    def on_train_batch_end(self, batch, logs=None):
+        if batch == 3:
+            raise KeyboardInterrupt
+
+
+def _interrupted(trace_dir: str, x, y) -> dict:
+    """Ctrl-C in the fourth fit of a series; what gpudiag said, the trace it left, the threads
+    left running, and the next fit of the process."""
+    import threading
+
+    from gpudiag.record import fit_series
+
+    m = dense_model(64)
+    cb = _cb(trace_dir, "interrupted", report=True)
+    heard = cb._say = _Heard()
+    for _ in range(3):
+        m.fit(x, y, batch_size=BATCH, epochs=1, verbose=0, callbacks=[cb])
+    stopped = False
+    try:
+        m.fit(x, y, batch_size=BATCH, epochs=1, verbose=0, callbacks=[_CtrlC(), cb])
+    except KeyboardInterrupt:
+        stopped = True
+    time.sleep(1.0)  # the watchdog looks every 0.25 s
+    said = list(heard.lines)
+    with open(cb.trace_path) as f:
+        events = len(json.load(f))  # closed: a whole JSON array
+    threads = sorted(t.name for t in threading.enumerate() if t.name.startswith("gpudiag"))
+    d = cb.diagnosis
+    wall = _fit(m, x, y, [cb], epochs=1)  # the same callback, the same model: fit again
+    fit_series.close_open()
+    return {
+        "stopped": stopped,
+        "said": said,
+        "events": events,
+        "threads": threads,
+        "fits": d.to_dict()["run"]["fit"].get("fits") if d is not None else None,
+        "after": _out(cb, wall),
+        "said_after": heard.lines[len(said) :],
+    }
 
 
 def capped(trace_dir: str) -> dict:

@@ -96,6 +96,9 @@ class FitAccount:
     # the other callbacks' per-batch hooks by class: seconds, calls, predict/evaluate inside
     batch_callbacks: dict[str, dict[str, float]] = field(default_factory=dict)
     fits: int = 1  # fit calls in the account (a series of fits in a loop: several)
+    # the shortest time between two fits of a series: at least Keras's set-up of one call
+    # (the same every call), the loop's own code where it has any
+    least_gap_s: float = 0.0
 
     @property
     def shares(self) -> dict[str, float]:
@@ -231,6 +234,7 @@ def fit_account(tl: Timeline) -> FitAccount:
         callback_facts=[f for f in facts if isinstance(f, dict)],
         batch_callbacks=batch,
         fits=max(1, len(fits)),
+        least_gap_s=_least_gap(fits, own) / 1e6,
     )
 
 
@@ -261,6 +265,12 @@ def _between(fits: list[tuple[float, float]], own: Intervals) -> float:
         if s1 > e0:
             out += _free(e0, s1, own)
     return out
+
+
+def _least_gap(fits: list[tuple[float, float]], own: Intervals) -> float:
+    """The shortest time between two fits of a series, gpudiag's own taken out (0: none)."""
+    gaps = [_free(e0, s1, own) for (_, e0), (s1, _) in itertools.pairwise(fits) if s1 > e0]
+    return min(gaps) if gaps else 0.0
 
 
 def _batch_callbacks(tl: Timeline) -> dict[str, dict[str, float]]:

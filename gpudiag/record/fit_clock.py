@@ -109,6 +109,14 @@ class FitClock:
         # per class: seconds, calls, and the model's predict/evaluate calls inside them
         self.batch: dict[str, dict[str, float]] = {}
         self._running: list[str] = []  # classes whose batch hooks run now, innermost last
+        self._facts: list[dict[str, Any]] | None = None  # the callbacks' facts last written
+
+    def write_facts(self, facts: list[dict[str, Any]]) -> None:
+        """The callbacks' facts into the trace's header, where they differ from the last
+        written (each fit of a series passes the same callbacks again)."""
+        if facts != self._facts:
+            self._facts = facts
+            self.writer.update_meta(extra={"callbacks": facts})
 
     def own(self, hook: str, start_us: float, end_us: float) -> None:
         """gpudiag's own time in one of its hooks (never anybody else's)."""

@@ -28,6 +28,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 _MIB = float(1 << 20)
+# in a series of fits (record/fit_series.py) an epoch-end reading closer than this to the
+# previous one is skipped: fits in a loop end an epoch every ~0.1 s, and a reading costs
+# 0.5-5 ms (psutil, the framework's device list); peaks are high-water marks, so no skipped
+# reading loses one
+EPOCH_READ_EVERY_S = 1.0
 HOST = "host"
 
 
@@ -112,6 +117,7 @@ class MemoryProbe:
         self.device_memory = device_memory
         self.problem: str | None = None
         self._told = False
+        self._read_at: float | None = None  # monotonic time of the last reading
 
     def new_problem(self) -> str | None:
         """Why something was not measured, the first time it is asked; then None."""
@@ -120,7 +126,12 @@ class MemoryProbe:
         self._told = True
         return self.problem
 
-    def read(self) -> list[Sample]:
+    def read(self, every: float = 0.0) -> list[Sample]:
+        """The readings now; none where the last one is less than ``every`` seconds old."""
+        at = time.monotonic()
+        if every > 0 and self._read_at is not None and at - self._read_at < every:
+            return []
+        self._read_at = at
         ts = time.time() * 1e6
         out: list[Sample] = []
         if self.device_memory is not None:

@@ -268,12 +268,13 @@ class RecordingSession(FitSpans):
                 summary.meta.limitations.append(problem)
         return summary
 
-    def read_memory(self) -> None:
-        """One reading of device and host memory into the trace (cheap: no device wait)."""
+    def read_memory(self, every: float = 0.0) -> None:
+        """One reading of device and host memory into the trace (cheap: no device wait);
+        skipped where the last one is less than ``every`` seconds old."""
         probe = self.memory
         if probe is None:
             return
-        for name, source, ts, value in probe.read():
+        for name, source, ts, value in probe.read(every):
             self.writer.counter(name, source, ts, value)
         problem = probe.new_problem()
         if problem:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
+from gpudiag.record.memory import EPOCH_READ_EVERY_S
 from gpudiag.trace.model.timeline import Timeline
 
 if TYPE_CHECKING:
@@ -56,11 +57,14 @@ class FitSpans:
         self._test_batches = 0  # batches of the evaluation running now
         self._validation = [0, 0]  # evaluations inside fit, their batches
         self._totals_at = 0.0  # when the per-batch totals were last written
+        # epoch-end memory readings at most every EPOCH_READ_EVERY_S: set by the second fit
+        # of a series (its fits end an epoch every ~0.1 s)
+        self._memory_every = 0.0
 
     # the step's side, in session.py
     def close_step(self, end_us: float, next_batch: int | None = None) -> None: ...
 
-    def read_memory(self) -> None: ...
+    def read_memory(self, every: float = 0.0) -> None: ...
 
     def submit_window(self) -> None: ...
 
@@ -79,7 +83,7 @@ class FitSpans:
     def epoch_end(self, epoch: int) -> None:
         now = now_us()
         self.close_step(now)
-        self.read_memory()
+        self.read_memory(self._memory_every)
         self.writer.span("epoch", self._epoch_begin_us, now, epoch=epoch)
         missed = None
         if self.schedule is not None and self.windows_on:
@@ -149,6 +153,7 @@ class FitSpans:
         """The next fit of the series begins; ``windows``: it may open profiler windows."""
         self._epoch_step = 0
         self.windows_on = windows
+        self._memory_every = EPOCH_READ_EVERY_S
         if self.calls is not None:  # a call between the fits is none of this fit's steps
             self.calls.take()
             self.calls.take_done()

@@ -308,7 +308,8 @@ class TraceWriter:
                 "ts": round(start_us, 3),
                 "dur": round(end_us - start_us, 3),
                 "args": args,
-            }
+            },
+            exact=all(type(v) in (int, float, str, bool) for v in args.values()),
         )
 
     def compile(self, ev: CompileEvent) -> None:

@@ -10,12 +10,14 @@ table trained ~25x slower than a 3k-row one here (docs/remedies.md).
 
 Example: "Adam updates all 300,000 rows of embedding (19.2 M values) every step; a batch
 looks up at most 1,280". Fix: an optimizer that updates only the looked-up rows for the
-table (Keras ≥ 3.15: ``MultiOptimizer`` with ``Adagrad`` or ``SGD`` for it; else Adagrad or
-SGD for the model), or a smaller vocabulary (hashing, a frequency cut-off). Each gain is
-bounded by the table's share of the optimizer's work: measured from the optimizer's own ops
-in a TensorFlow profile where recorded (``optimizer_us``), else at most the compute share
-times the table's share of the parameters (every parameter costs the optimizer the same;
-the rest also runs forward and backward).
+table (Keras >= 3.15: ``MultiOptimizer`` with ``SGD`` for it, its key matched in full
+against the variable's path; else SGD for the model; Adagrad is sparse in its update but
+still reads its accumulator over the whole table each step), or a smaller vocabulary
+(hashing, a frequency cut-off). Each gain is bounded by the table's share of the
+optimizer's work: measured from the optimizer's own ops in a TensorFlow profile where
+recorded (``optimizer_us``), else at most the compute share times the table's share of the
+parameters (every parameter costs the optimizer the same; the rest also runs forward and
+backward).
 """
 
 from __future__ import annotations
@@ -146,18 +148,21 @@ def advise(f: Finding, s: Situation) -> list[Suggestion]:
     new = _keras_at_least(cfg.keras_version, 3, 15)
     how = (
         "keras.optimizers.MultiOptimizer(keras.optimizers.OptimizerMap(default_optimizer="
-        f"keras.optimizers.{opt}(), optimizer_map={{'{name}/.*': keras.optimizers.Adagrad()}}))"
+        f"keras.optimizers.{opt}(), optimizer_map={{'(.*/)?{name}/.*': "
+        "keras.optimizers.SGD()})) (a key is matched in full against each variable's path, "
+        f"such as 'sequential/{name}/embeddings')"
         if new
-        else "Adagrad or SGD without momentum for the model (Keras 3.15 adds MultiOptimizer "
-        "to keep "
+        else "SGD without momentum for the model (Keras 3.15 adds MultiOptimizer to keep "
         f"{opt} for the other layers)"
     )
     rows = int(ev.get("embedding_rows", 0) or 0)
     return [
         g.suggestion(
             f"Update only the looked-up rows of {name}",
-            f"{how}: Adagrad and SGD without momentum apply the embedding's sparse gradient "
-            f"to the rows it holds; {opt} updates all {rows:,} rows and their slots each step.",
+            f"{how}: SGD without momentum applies the embedding's sparse gradient to the rows "
+            f"it holds; {opt} updates all {rows:,} rows and their slots each step. Adagrad "
+            "keeps the update sparse too but reads its accumulator over the whole table each "
+            "step (about the low end of the gain).",
             ID,
             "sparse-embedding-updates",
         ),

@@ -4,7 +4,8 @@ learning, ``fit(epochs=1)`` per batch of new data), each call paying fit's own s
 Why it costs time: every ``fit`` call builds a data adapter and an iterator, a callback list
 and a progress bar, starts and ends an epoch, and returns a History; with a few steps per
 call that fixed cost is a large part of the loop (tensorflow/tensorflow#35124,
-keras-team/keras#13710; measured here: 40 fits of 8 steps 1.22x slower than one fit of 320).
+keras-team/keras#13710; 40 fits of 8 steps 1.22-10x slower than one fit of 320, by the
+model's step time and the host's load).
 gpudiag records the fits of such a loop as one series (record/fit_series.py), so the loop
 gets one account: the steps, each fit's own start-up and epoch start, and the time between
 the calls.
@@ -13,7 +14,10 @@ Example: "fit called 40 times in a loop: each call's start and end take 18% of t
 (11 ms a call); 9% between the calls". Fix: one ``fit`` over the data gathered (``epochs=N``,
 or a generator / PyDataset that yields the new data), or ``model.train_on_batch`` for one
 update at a time. Gain at least the in-fit fixed cost the calls after the first pay, at
-most that and the time between the calls (which also holds the loop's own code).
+most that and the time between the calls (which also holds the loop's own code); the point
+adds Keras's set-up of each call, taken as the shortest gap between two calls (measured:
+40 fits of 8 steps 5-10x slower than one fit of 320 on a loaded 2-core host, where the
+time between the calls was half the loop: docs/remedies.md).
 """
 
 from __future__ import annotations
@@ -68,14 +72,18 @@ def advise(f: Finding, s: Situation) -> list[Suggestion]:
     keep = 1.0 / acc.fits  # one call's start and end remain
     fixed = fixed_s(acc) * (1 - keep)
     between = acc.parts["between_fits"] * (1 - keep)
+    # Keras's set-up of a call, the same every call, is at most the shortest gap: the point
+    # takes that much of each gap as removed (all of it in a loop with no code of its own)
+    setup = min(between, acc.least_gap_s * (acc.fits - 1))
     g = fit_gain(
         acc,
         fixed,
-        fixed,
+        fixed + setup,
         fixed + between,
-        f"{acc.fits} fits' own start and end took {fixed_s(acc):.2f} s, one call's kept; at "
-        f"most also the {acc.parts['between_fits']:.2f} s between the calls (Keras's set-up "
-        "of each call and the loop's own code)",
+        f"{acc.fits} fits' own start and end took {fixed_s(acc):.2f} s, one call's kept, and "
+        f"Keras's set-up of each call up to the shortest gap between calls "
+        f"({1e3 * acc.least_gap_s:.0f} ms); at most also the rest of the "
+        f"{acc.parts['between_fits']:.2f} s between the calls (the loop's own code)",
     )
     return [
         g.suggestion(
