@@ -2,7 +2,7 @@
 framework leaves unused, half precision where it is slow, a dense embedding update, a capped
 thread pool, forced determinism, recurrent layers off cuDNN, float64 input, storage waits,
 NCCL's fast paths off, per-batch callbacks; and the bigger batch withheld where one holds
-the step. The same causes planted in real fits: tests/test_causes.py."""
+the step. The same causes planted in real fits: tests/training/test_causes.py."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from gpudiag.analyze.rules import (
     storage_wait,
     threads_capped,
 )
-from tests.fit_synth import fit_timeline
+from tests.helpers.fit_synth import fit_timeline
 from tests.rules.kit import evidence, situation
 
 CPU = {"device_type": "CPU"}
