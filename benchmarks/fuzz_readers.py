@@ -19,7 +19,7 @@ Bases and mutations: ``fuzz_mutations.py``.
     python benchmarks/fuzz_readers.py                  # every base, 24 mutants each
     python benchmarks/fuzz_readers.py --per-base 60 --seed 3 --keep /tmp/mutants
 
-``tests/test_fuzz_readers.py`` runs a small seeded subset and fails on any defect.
+``tests/trace/test_fuzz_readers.py`` runs a small seeded subset and fails on any defect.
 """
 
 from __future__ import annotations

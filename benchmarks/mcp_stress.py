@@ -10,7 +10,7 @@ running after its call was cancelled, a server that stops answering.
     python benchmarks/mcp_stress.py                     # every case, 1,000 rank files
     python benchmarks/mcp_stress.py --ranks 5000 --concurrent 6 --huge-mb 200
 
-``tests/test_mcp_stress.py`` runs small versions of the cases.
+``tests/cli/test_mcp_stress.py`` runs small versions of the cases.
 """
 
 from __future__ import annotations

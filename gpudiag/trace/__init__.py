@@ -2,7 +2,7 @@
 
     timelines = load_file("rank0.pt.trace.json.gz")   # load.py: the reader chosen by content
 
-The parts, each below the ones after it (``tests/test_layout.py`` holds the order):
+The parts, each below the ones after it (``tests/project/test_layout.py`` holds the order):
 
 - ``model/``: the data model every reader writes and every analyzer reads (``Timeline``, its
   intervals, compilations, collectives, ``RunConfig``) and what every reader builds it with

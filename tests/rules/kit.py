@@ -1,4 +1,4 @@
-"""What one rule sees, built small: a rank's evidence from a tests/synth.py timeline (or the
+"""What one rule sees, built small: a rank's evidence from a tests/helpers/synth.py timeline (or the
 empty timeline a lint sees) and the situation its remedies are chosen against."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from gpudiag.analyze.gaps import idle_gaps
 from gpudiag.analyze.rules import LintRule, RefinedLint
 from gpudiag.trace.model.runconfig import RunConfig
 from gpudiag.trace.model.timeline import Kind, Timeline
-from tests.synth import periodic
+from tests.helpers.synth import periodic
 
 
 def evidence(

@@ -8,8 +8,8 @@ import pytest
 from gpudiag.analyze import thresholds as T
 from gpudiag.analyze.gain import removed
 from gpudiag.analyze.rules import allocator_stalls as rule
+from tests.helpers.synth import periodic
 from tests.rules.kit import evidence, situation
-from tests.synth import periodic
 
 
 def found(stall: float, call: str = "cudaFree", **config):

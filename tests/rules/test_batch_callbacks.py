@@ -1,5 +1,5 @@
 """``batch-callbacks``: per-batch callback work, on both sides of its thresholds (the same cause
-planted in a real fit: tests/test_causes.py)."""
+planted in a real fit: tests/training/test_causes.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from gpudiag.analyze.fit_gain import PART_NOTE
 from gpudiag.analyze.rules import (
     batch_callbacks,
 )
-from tests.fit_synth import fit_timeline
+from tests.helpers.fit_synth import fit_timeline
 from tests.rules.kit import evidence, situation
 
 CPU = {"device_type": "CPU"}

@@ -7,7 +7,7 @@ import numpy as np
 from gpudiag.analyze import diagnose
 from gpudiag.analyze.rules import compute_bound_options as rule
 from gpudiag.trace.model.runconfig import RunConfig
-from tests import synth
+from tests.helpers import synth
 from tests.rules.kit import evidence
 
 

@@ -7,8 +7,8 @@ import pytest
 from gpudiag.analyze import thresholds as T
 from gpudiag.analyze.gain import pipelined, spread
 from gpudiag.analyze.rules import dataloader_in_main_process as rule
+from tests.helpers.synth import periodic
 from tests.rules.kit import evidence, situation
-from tests.synth import periodic
 
 LOADER = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"
 

@@ -1,5 +1,5 @@
 """``dense-embedding-updates``: an optimizer updating a large embedding densely, on both sides
-of its thresholds (the same cause planted in a real fit: tests/test_causes.py)."""
+of its thresholds (the same cause planted in a real fit: tests/training/test_causes.py)."""
 
 from __future__ import annotations
 

@@ -7,7 +7,7 @@ import pytest
 from gpudiag.analyze.fit_account import fit_account
 from gpudiag.analyze.fit_gain import EPOCH_START_SHARE
 from gpudiag.analyze.rules import epoch_start_wait as rule
-from tests.fit_synth import fit_timeline
+from tests.helpers.fit_synth import fit_timeline
 from tests.rules.kit import evidence, situation, titles
 
 SHUFFLE_MAP = {

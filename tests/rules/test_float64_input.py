@@ -1,5 +1,5 @@
 """``float64-input``: float64 input, on both sides of its thresholds (the same cause planted in
-a real fit: tests/test_causes.py)."""
+a real fit: tests/training/test_causes.py)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """``gpu-unused``: a GPU NVML sees that the framework leaves unused, on both sides of its
-thresholds (the same cause planted in a real fit: tests/test_causes.py)."""
+thresholds (the same cause planted in a real fit: tests/training/test_causes.py)."""
 
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ import pytest
 from gpudiag.analyze import ranking
 from gpudiag.analyze.rules import gpus_held_idle as rule
 from gpudiag.trace.model.runconfig import RunConfig
-from tests.multi_gpu import nvml_replay, rank_evidence, situation
+from tests.helpers.multi_gpu import nvml_replay, rank_evidence, situation
 from tests.rules.kit import lint
 
 

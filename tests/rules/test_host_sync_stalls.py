@@ -6,8 +6,8 @@ import pytest
 
 from gpudiag.analyze import thresholds as T
 from gpudiag.analyze.rules import host_sync_stalls as rule
+from tests.helpers.synth import periodic
 from tests.rules.kit import evidence, situation
-from tests.synth import periodic
 
 
 def found(idle: float, call: str = "cudaStreamSynchronize", **config):

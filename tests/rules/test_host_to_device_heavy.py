@@ -29,7 +29,7 @@ def test_exposed_copy_thresholds(exposed, found_as):
 
 def test_hidden_copies_count_from_ten_percent_of_the_step():
     from gpudiag.trace.model.timeline import Kind
-    from tests.synth import periodic
+    from tests.helpers.synth import periodic
 
     def hidden(total: float):
         tl = periodic(compute_frac=0.6)

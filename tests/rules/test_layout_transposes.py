@@ -10,7 +10,7 @@ from gpudiag.analyze import thresholds as T
 from gpudiag.analyze.rules import layout_transposes as rule
 from gpudiag.trace.load import load_file
 from gpudiag.trace.model.runconfig import RunConfig
-from tests.multi_gpu import finding_ids, kineto_run, situation, tf_conv_run
+from tests.helpers.multi_gpu import finding_ids, kineto_run, situation, tf_conv_run
 
 
 def test_tensorflow_layout_conversions_are_found_with_their_share(tmp_path):

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from gpudiag.analyze.rules import low_sm_activity as rule
+from tests.helpers.synth import periodic
 from tests.rules.kit import evidence, situation
-from tests.synth import periodic
 
 
 def with_gpm(sm: float, compute: float = 0.9, readings: int = 8):

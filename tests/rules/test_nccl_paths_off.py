@@ -1,5 +1,5 @@
 """``nccl-paths-off``: NCCL's fast paths turned off, on both sides of its thresholds (the same
-cause planted in a real fit: tests/test_causes.py)."""
+cause planted in a real fit: tests/training/test_causes.py)."""
 
 from __future__ import annotations
 

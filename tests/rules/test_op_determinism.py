@@ -1,5 +1,5 @@
 """``op-determinism``: forced op determinism, on both sides of its thresholds (the same cause
-planted in a real fit: tests/test_causes.py)."""
+planted in a real fit: tests/training/test_causes.py)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """``repeated-fit``: ``fit`` called again and again in a loop, each call paying fit's own start
 and end; on both sides of its thresholds (fits in the loop, the share the calls' start and end
 take), and the gain bounded by the time one fit would not pay (the same cause planted in real
-fits: tests/test_causes.py)."""
+fits: tests/training/test_causes.py)."""
 
 from __future__ import annotations
 

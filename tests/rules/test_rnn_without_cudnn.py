@@ -1,5 +1,5 @@
 """``rnn-without-cudnn``: recurrent layers off the cuDNN path, on both sides of its thresholds
-(the same cause planted in a real fit: tests/test_causes.py)."""
+(the same cause planted in a real fit: tests/training/test_causes.py)."""
 
 from __future__ import annotations
 

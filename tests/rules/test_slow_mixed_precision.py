@@ -1,5 +1,5 @@
 """``slow-mixed-precision``: half precision where the device runs it slowly, on both sides of
-its thresholds (the same cause planted in a real fit: tests/test_causes.py)."""
+its thresholds (the same cause planted in a real fit: tests/training/test_causes.py)."""
 
 from __future__ import annotations
 

@@ -6,7 +6,7 @@ import pytest
 
 from gpudiag.analyze.fit_account import fit_account
 from gpudiag.analyze.rules import startup_heavy as rule
-from tests.fit_synth import fit_timeline
+from tests.helpers.fit_synth import fit_timeline
 from tests.rules.kit import evidence, situation
 
 

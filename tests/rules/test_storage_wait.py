@@ -1,5 +1,5 @@
 """``storage-wait``: storage waits (iowait) during input wait, on both sides of its thresholds
-(the same cause planted in a real fit: tests/test_causes.py)."""
+(the same cause planted in a real fit: tests/training/test_causes.py)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """``straggler`` (a run rule): one rank or device consistently slower than the others. The
-arrival-order signal across ranks is pinned in tests/test_straggler.py; here the rule itself:
-which signal it takes, the per-device comparison and its thresholds, and its remedy."""
+arrival-order signal across ranks is pinned in tests/analyze/test_straggler.py; here the
+rule itself: which signal it takes, the per-device comparison and its thresholds, and its remedy."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ from gpudiag.analyze.evidence import RunEvidence
 from gpudiag.analyze.gain import removed
 from gpudiag.analyze.rules import straggler as rule
 from gpudiag.trace.model.timeline import Kind
+from tests.helpers.synth import periodic
 from tests.rules.kit import situation
-from tests.synth import periodic
 
 
 def work(slow: float, late_in: int, steps: int = 10) -> dict[str, np.ndarray]:

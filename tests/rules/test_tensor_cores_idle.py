@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from gpudiag.analyze.rules import tensor_cores_idle as rule
+from tests.helpers.synth import periodic
 from tests.rules.kit import evidence, situation
-from tests.synth import periodic
 
 
 def with_gpm(tensor: float, sm: float = 80.0, precision: str = "mixed_bfloat16"):

@@ -7,7 +7,7 @@ import pytest
 from gpudiag.analyze.fit_account import fit_account
 from gpudiag.analyze.fit_gain import PART_HIGH, PART_NOTE, PART_SHARE
 from gpudiag.analyze.rules import validation_heavy as rule
-from tests.fit_synth import fit_timeline
+from tests.helpers.fit_synth import fit_timeline
 from tests.rules.kit import evidence, situation, titles
 
 

@@ -8,7 +8,7 @@ import pytest
 from gpudiag.analyze.rules import whole_batch_per_replica as rule
 from gpudiag.trace.load import load_file
 from gpudiag.trace.model.runconfig import RunConfig
-from tests.multi_gpu import BATCH, SAMPLE, rank_evidence, situation, tf_conv_run
+from tests.helpers.multi_gpu import BATCH, SAMPLE, rank_evidence, situation, tf_conv_run
 
 
 @pytest.mark.parametrize("per_replica, fires", [(BATCH, True), (BATCH // 2, False)])

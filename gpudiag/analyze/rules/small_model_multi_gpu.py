@@ -6,7 +6,7 @@ million parameters, or fewer than 16 samples per replica.
 Why it costs time: every step synchronises the gradients and dispatches the step once per
 replica, while each device gets too little work to hide either.
 Example: ``MirroredStrategy`` over 2 devices for an 8,449-parameter MLP at 32 samples per
-replica (tests/compare_pairs.py records such a run with and without the strategy); Keras's
+replica (tests/helpers/compare_pairs.py records such a run with and without the strategy); Keras's
 ``DataParallel`` over 2 JAX devices for a 609-parameter MLP at 16.
 Fix: train on one device (or fewer), or give each replica more work per all-reduce.
 """

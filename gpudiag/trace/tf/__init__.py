@@ -8,5 +8,5 @@
   ``read_xplane(path, bounds)`` -> ``list[Timeline]``.
 
 ``xspace/`` imports ``viewer/``, never the reverse: a JSON trace never loads the protobuf
-side (tests/test_cold_start.py). Both import only ``model/``, ``names/``, ``source/`` besides.
+side (tests/cli/test_cold_start.py). Both import only ``model/``, ``names/``, ``source/`` besides.
 """

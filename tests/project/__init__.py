@@ -1,0 +1,1 @@
+"""The project as a whole: the package's layout, the docs' claims, docstring examples that run."""

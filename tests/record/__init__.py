@@ -1,0 +1,2 @@
+"""Recording inside a fit: the callback's hooks, samplers, profiler windows, run facts, faults
+while recording."""

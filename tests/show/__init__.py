@@ -1,0 +1,1 @@
+"""What the user sees: the terminal report, HTML, the live monitor and its follower, notebooks."""

@@ -1,0 +1,1 @@
+"""Reading traces: each format's reader, their bounds against hostile input, fuzzing, rank files."""
