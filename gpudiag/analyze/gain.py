@@ -80,6 +80,12 @@ class Gain:
         return Gain(min(self.point, cap), min(self.low, cap), cap, f"{self.basis}; {why}")
 
 
+def at_most(share: float, basis: str) -> Gain:
+    """A gain not measured and not modelled: from none to all of ``share`` of the step
+    removed (a change reported to help, bounded by the time it acts on)."""
+    return Gain.of(1.0, 1.0, removed(share), basis)
+
+
 def removed(share: float) -> float:
     """Speed-up when a stall of ``share`` of step time disappears."""
     return 1.0 / max(1e-6, 1.0 - min(max(share, 0.0), MAX_SHARE))

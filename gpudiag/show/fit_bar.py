@@ -17,6 +17,7 @@ from typing import Any
 from rich.text import Text
 
 from gpudiag.analyze.fit_account import PART_LABELS, PARTS
+from gpudiag.show.legend import wrapped_legend
 from gpudiag.show.safe import text
 
 FIT_COLOURS = {
@@ -57,23 +58,19 @@ def fit_legend(fit: dict[str, Any], plain: bool = False, width: int = 1000) -> T
     """``■ training steps 10% (0.7 s)   ■ validation 46% (3.5 s)   …``, parts under 0.5%
     left out, broken between items where ``width`` runs out."""
     shares, seconds = fit.get("shares", {}), fit.get("seconds", {})
-    text = Text()
-    used = 0
-    for p in PARTS:
-        share = shares.get(p, 0.0)
-        if share < 0.005:
-            continue
-        item = f"{PART_LABELS[p]} {100 * share:.0f}% ({seconds.get(p, 0.0):.1f} s)"
-        if used and used + 5 + len(item) > width:
-            text.append("\n")
-            used = 0
-        elif used:
-            text.append("   ")
-            used += 3
-        text.append(f"{FIT_GLYPHS[p]} " if plain else "■ ", style=FIT_COLOURS[p])
-        text.append(item)
-        used += 2 + len(item)
-    return text
+    return wrapped_legend(
+        (
+            (
+                FIT_GLYPHS[p],
+                FIT_COLOURS[p],
+                f"{PART_LABELS[p]} {100 * shares[p]:.0f}% ({seconds.get(p, 0.0):.1f} s)",
+            )
+            for p in PARTS
+            if shares.get(p, 0.0) >= 0.005
+        ),
+        plain,
+        width,
+    )
 
 
 def fit_title(fit: dict[str, Any]) -> Text:

@@ -21,6 +21,7 @@ from rich.text import Text
 from gpudiag.analyze.breakdown import CATEGORIES
 from gpudiag.analyze.diagnosis import Diagnosis
 from gpudiag.show.fit_bar import fit_bar, fit_legend, fit_title, not_measured
+from gpudiag.show.legend import wrapped_legend
 from gpudiag.show.safe import clean, text
 from gpudiag.show.table_width import table as section_table
 from gpudiag.show.tables import devices_table, ranks_table
@@ -76,20 +77,14 @@ def stacked_bar(shares: dict[str, float], width: int, plain: bool = False) -> Te
 def legend(shares: dict[str, float], plain: bool = False, width: int = 1000) -> Text:
     """``■ input wait 34%   ■ host↔device 1%   …``, broken between items (never between a
     mark and its label) where ``width`` runs out."""
-    text = Text()
-    used = 0
-    for cat in CATEGORIES:
-        item = f"{LABELS[cat]} {100 * shares.get(cat, 0):.0f}%"
-        if used and used + 5 + len(item) > width:
-            text.append("\n")
-            used = 0
-        elif used:
-            text.append("   ")
-            used += 3
-        text.append(f"{GLYPHS[cat]} " if plain else "■ ", style=COLOURS[cat])
-        text.append(item)
-        used += 2 + len(item)
-    return text
+    return wrapped_legend(
+        (
+            (GLYPHS[cat], COLOURS[cat], f"{LABELS[cat]} {100 * shares.get(cat, 0):.0f}%")
+            for cat in CATEGORIES
+        ),
+        plain,
+        width,
+    )
 
 
 def step_strip(per_step: list[dict[str, float]], width: int, plain: bool = False) -> Text:

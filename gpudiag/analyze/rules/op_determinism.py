@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from gpudiag.analyze.diagnosis import Finding, Suggestion
 from gpudiag.analyze.evidence import RankEvidence, Situation, pct
-from gpudiag.analyze.gain import Gain, removed
+from gpudiag.analyze.gain import at_most
 from gpudiag.analyze.needs import Needs
 
 ID = "op-determinism"
@@ -43,10 +43,8 @@ def detect(ev: RankEvidence) -> Finding | None:
 
 def advise(f: Finding, s: Situation) -> list[Suggestion]:
     c = s.shares["compute"]
-    g = Gain.of(
-        1.0,
-        1.0,
-        removed(c),
+    g = at_most(
+        c,
         f"not measured (reported 8x, tensorflow/tensorflow#62100): at most the compute "
         f"({c:.0%} of the step)",
     )

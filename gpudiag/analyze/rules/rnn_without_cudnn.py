@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from gpudiag.analyze.diagnosis import Finding, Suggestion
 from gpudiag.analyze.evidence import RankEvidence, Situation, pct
-from gpudiag.analyze.gain import Gain, removed
+from gpudiag.analyze.gain import at_most
 from gpudiag.analyze.needs import Breaks, Needs, OneOf
 
 ID = "rnn-without-cudnn"
@@ -41,10 +41,8 @@ def detect(ev: RankEvidence) -> Finding | None:
 
 def advise(f: Finding, s: Situation) -> list[Suggestion]:
     c = s.shares["compute"]
-    g = Gain.of(
-        1.0,
-        1.0,
-        removed(c),
+    g = at_most(
+        c,
         f"not measured (reported up to 25x, tensorflow/tensorflow#38236): at most the compute "
         f"({c:.0%} of the step) the recurrent loop holds",
     )
