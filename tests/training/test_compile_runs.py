@@ -85,7 +85,8 @@ def test_run_eagerly_is_linted_found_and_remedied(backend, tmp_path):
     (sug,) = [s for s in d["suggestions"] if s["finding"] == "run-eagerly"]
     assert "run_eagerly=False" in sug["detail"]
     share = f["evidence"]["dispatch_share_pct"] / 100
-    assert sug["expected_gain_range"][-1] <= round(1 / (1 - min(share, 0.95)), 2) + 0.01
+    # the gain reads the unrounded share; the evidence shows it to a tenth of a percent
+    assert sug["expected_gain_range"][-1] <= round(1 / (1 - min(share + 0.0005, 0.95)), 2) + 0.01
     assert sug["expected_gain"] >= 2
     # the eager run is read: steps and device time, a verdict said with confidence (an
     # eager TensorFlow run had none: its ops run on the training thread)

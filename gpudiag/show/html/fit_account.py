@@ -17,6 +17,8 @@ FIT_COLOURS = {
     "steps": "#2ca02c",
     "validation": "#1f77b4",
     "callbacks": "#9467bd",
+    "batch_callbacks": "#e377c2",
+    "between_fits": "#8c564b",
     "epoch_start": "#d62728",
     "startup": "#e6b000",
     "gpudiag": "#17becf",
