@@ -155,7 +155,7 @@ def test_the_window_no_longer_blocks_the_device_on_a_gpu():
 
 def test_callback_trace_of_a_conv_net_on_the_gpu():
     """The callback's own trace of the conv net (120-step epochs, float32 on an H100):
-    compute-bound, mixed precision first (2.05x measured in its session), and each batch
+    compute-bound, mixed precision first (2.05x measured in its round), and each batch
     remedy checked against the allocator's recorded peak."""
     d = diagnose(load_file(str(H100 / "r3_conv_long.gpudiag.json.gz")))
     assert d.verdict == "compute-bound"
@@ -166,7 +166,7 @@ def test_callback_trace_of_a_conv_net_on_the_gpu():
 
 
 def test_the_worker_remedy_counts_the_pool_keras_starts_every_epoch():
-    """Measured in the same session as this trace: 4 worker processes gave 1.40x samples/s
+    """Measured in the same round as this trace: 4 worker processes gave 1.40x samples/s
     over 150-batch epochs (the step model alone had promised 13.6x for 16)."""
     d = diagnose(load_file(str(H100 / "r4_starved_long.gpudiag.json.gz")))
     (sug,) = [s for s in d.suggestions if s.remedy == "worker-processes"]
