@@ -17,7 +17,7 @@ from typing import Any
 from rich.text import Text
 
 from gpudiag.analyze.fit_account import PART_LABELS, PARTS
-from gpudiag.show.legend import wrapped_legend
+from gpudiag.show.bars import block_bar, wrapped_legend
 from gpudiag.show.safe import text
 
 FIT_COLOURS = {
@@ -47,15 +47,9 @@ FIT_GLYPHS = {
 
 def fit_bar(shares: dict[str, float], width: int, plain: bool = False) -> Text:
     """One line, each part a run of blocks proportional to its share of the fit."""
-    text = Text()
-    used = 0
-    parts = [p for p in PARTS if shares.get(p, 0) > 0]
-    for i, p in enumerate(parts):
-        n = width - used if i == len(parts) - 1 else round(shares[p] * width)
-        n = max(0, min(n, width - used))
-        text.append((FIT_GLYPHS[p] if plain else "█") * n, style=FIT_COLOURS[p])
-        used += n
-    return text
+    return block_bar(
+        ((FIT_GLYPHS[p], FIT_COLOURS[p], shares.get(p, 0)) for p in PARTS), width, plain
+    )
 
 
 def fit_legend(fit: dict[str, Any], plain: bool = False, width: int = 1000) -> Text:

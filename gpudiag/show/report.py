@@ -20,8 +20,8 @@ from rich.text import Text
 
 from gpudiag.analyze.breakdown import CATEGORIES
 from gpudiag.analyze.diagnosis import Diagnosis
+from gpudiag.show.bars import block_bar, wrapped_legend
 from gpudiag.show.fit_bar import fit_bar, fit_legend, fit_title, not_measured
-from gpudiag.show.legend import wrapped_legend
 from gpudiag.show.safe import clean, text
 from gpudiag.show.table_width import table as section_table
 from gpudiag.show.tables import devices_table, ranks_table
@@ -61,17 +61,9 @@ class ColourAware:
 def stacked_bar(shares: dict[str, float], width: int, plain: bool = False) -> Text:
     """One line, each category a run of blocks proportional to its share (letters when
     ``plain``: no colour to tell them apart)."""
-    text = Text()
-    used = 0
-    cats = [c for c in CATEGORIES if shares.get(c, 0) > 0]
-    for i, cat in enumerate(cats):
-        n = width - used if i == len(cats) - 1 else round(shares[cat] * width)
-        n = max(0, min(n, width - used))
-        text.append((GLYPHS[cat] if plain else "█") * n, style=COLOURS[cat])
-        used += n
-    if used < width:
-        text.append("░" * (width - used), style="bright_black")
-    return text
+    return block_bar(
+        ((GLYPHS[c], COLOURS[c], shares.get(c, 0)) for c in CATEGORIES), width, plain, pad=True
+    )
 
 
 def legend(shares: dict[str, float], plain: bool = False, width: int = 1000) -> Text:

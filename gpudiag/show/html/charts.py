@@ -8,6 +8,7 @@ scripts off.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from gpudiag.analyze.breakdown import CATEGORIES
@@ -19,25 +20,40 @@ def stacked_bar_svg(
     shares: dict[str, float], width: int = 600, height: int = 22, title: str = ""
 ) -> str:
     """A horizontal stacked bar with each share's percentage written on it when it fits."""
+    return segments_svg(
+        (
+            (COLOURS[c], f"{e(LABELS[c])} {pct(shares.get(c, 0.0))}", shares.get(c, 0.0))
+            for c in CATEGORIES
+        ),
+        width,
+        height,
+        e(title or "breakdown"),
+    )
+
+
+def segments_svg(
+    segments: Iterable[tuple[str, str, float]], width: int, height: int, aria: str
+) -> str:
+    """The stacked bar the step's breakdown and the fit's account share: ``segments`` are
+    (fill colour, the tooltip's HTML, share) in order; ``aria`` the label, HTML already."""
     parts = [
         f'<svg width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
-        f'role="img" aria-label="{e(title or "breakdown")}">'
+        f'role="img" aria-label="{aria}">'
     ]
     x = 0.0
-    for cat in CATEGORIES:
-        w = max(0.0, shares.get(cat, 0.0)) * width
+    for colour, tip, share in segments:
+        w = max(0.0, share) * width
         if w <= 0:
             continue
         parts.append(
             f'<rect x="{x:.2f}" y="0" width="{w:.2f}" height="{height}" '
-            f'fill="{COLOURS[cat]}"><title>{e(LABELS[cat])} '
-            f"{pct(shares[cat])}</title></rect>"
+            f'fill="{colour}"><title>{tip}</title></rect>'
         )
         if w >= 38:
             parts.append(
                 f'<text x="{x + w / 2:.1f}" y="{height / 2 + 4:.1f}" '
                 f'text-anchor="middle" style="fill:#fff;font-weight:600">'
-                f"{100 * shares[cat]:.0f}%</text>"
+                f"{100 * share:.0f}%</text>"
             )
         x += w
     parts.append("</svg>")

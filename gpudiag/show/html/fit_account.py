@@ -11,6 +11,7 @@ from typing import Any
 
 from gpudiag.analyze.diagnosis import Diagnosis
 from gpudiag.analyze.fit_account import PART_LABELS, PARTS
+from gpudiag.show.html.charts import segments_svg
 from gpudiag.show.html.style import e, pct
 
 FIT_COLOURS = {
@@ -28,28 +29,19 @@ FIT_COLOURS = {
 
 def _bar(fit: dict[str, Any], width: int = 700, height: int = 26) -> str:
     shares, seconds = fit["shares"], fit["seconds"]
-    parts = [
-        f'<svg width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img" '
-        'aria-label="the fit\'s wall time by part">'
-    ]
-    x = 0.0
-    for p in PARTS:
-        w = max(0.0, shares.get(p, 0.0)) * width
-        if w <= 0:
-            continue
-        parts.append(
-            f'<rect x="{x:.2f}" y="0" width="{w:.2f}" height="{height}" fill="{FIT_COLOURS[p]}">'
-            f"<title>{e(PART_LABELS[p])} {pct(shares[p])} ({seconds.get(p, 0.0):.2f} s)"
-            "</title></rect>"
-        )
-        if w >= 38:
-            parts.append(
-                f'<text x="{x + w / 2:.1f}" y="{height / 2 + 4:.1f}" text-anchor="middle" '
-                f'style="fill:#fff;font-weight:600">{100 * shares[p]:.0f}%</text>'
+    return segments_svg(
+        (
+            (
+                FIT_COLOURS[p],
+                f"{e(PART_LABELS[p])} {pct(shares.get(p, 0.0))} ({seconds.get(p, 0.0):.2f} s)",
+                shares.get(p, 0.0),
             )
-        x += w
-    parts.append("</svg>")
-    return "".join(parts)
+            for p in PARTS
+        ),
+        width,
+        height,
+        "the fit's wall time by part",
+    )
 
 
 def _legend(fit: dict[str, Any]) -> str:
