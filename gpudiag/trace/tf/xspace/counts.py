@@ -90,51 +90,48 @@ def field_spans(data: bytes, i: int, end: int) -> Iterator[tuple[int, int, int]]
     """(field number, start of its tag, end) of every field between ``i`` and ``end``,
     whatever its wire type. Stops at the first malformed byte."""
     while i < end:
-        start = i
-        tag, i = _varint(data, i, end)
-        if tag < 0:
+        field = _field_at(data, i, end)
+        if field is None:
             return
-        wire = tag & 7
-        if wire == VARINT:
-            _, i = _varint(data, i, end)
-        elif wire == FIXED64:
-            i += 8
-        elif wire == FIXED32:
-            i += 4
-        elif wire == LENGTH:
-            size, i = _varint(data, i, end)
-            i = i + size if size >= 0 else -1
-        else:
-            return
-        if i < 0 or i > end:
-            return
-        yield tag >> 3, start, i
+        number, _, _, after = field
+        yield number, i, after
+        i = after
 
 
 def _fields(data: bytes, i: int, end: int) -> Iterator[tuple[int, int, int]]:
     """(field number, payload start, payload end) of each length-delimited field between
     ``i`` and ``end``; other wire types are skipped. Stops at the first malformed byte."""
     while i < end:
-        tag, i = _varint(data, i, end)
-        if tag < 0:
-            break
-        wire = tag & 7
-        if wire == VARINT:
-            _, i = _varint(data, i, end)
-            if i < 0:
-                break
-        elif wire == FIXED64:
-            i += 8
-        elif wire == FIXED32:
-            i += 4
-        elif wire == LENGTH:
-            size, i = _varint(data, i, end)
-            if size < 0 or i + size > end:
-                break
-            yield tag >> 3, i, i + size
-            i += size
-        else:
-            break
+        field = _field_at(data, i, end)
+        if field is None:
+            return
+        number, wire, payload, i = field
+        if wire == LENGTH:
+            yield number, payload, i
+
+
+def _field_at(data: bytes, i: int, end: int) -> tuple[int, int, int, int] | None:
+    """The field whose tag starts at ``i``: (number, wire type, where its value starts, where
+    it ends), or None where it is malformed or runs past ``end``."""
+    tag, i = _varint(data, i, end)
+    if tag < 0:
+        return None
+    wire = tag & 7
+    payload = i
+    if wire == VARINT:
+        _, i = _varint(data, i, end)
+    elif wire == FIXED64:
+        i += 8
+    elif wire == FIXED32:
+        i += 4
+    elif wire == LENGTH:
+        size, payload = _varint(data, i, end)
+        i = payload + size if size >= 0 else -1
+    else:
+        return None
+    if i < 0 or i > end:
+        return None
+    return tag >> 3, wire, payload, i
 
 
 def _varint(data: bytes, i: int, end: int) -> tuple[int, int]:
