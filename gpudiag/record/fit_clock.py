@@ -71,17 +71,12 @@ def callback_facts(cb: Any) -> dict[str, Any]:
     return out
 
 
-def find_callbacks(me: Any, depth: int = 4) -> list[Any] | None:
-    """The callbacks of the fit that called ``me``: the ``CallbackList`` whose loop is the
-    caller of ``on_train_begin`` (a plain method frame, read once). None when not found."""
-    found = find_callback_list(me, depth, skip=3)
-    return found[0] if found is not None else None
-
-
 def find_callback_list(me: Any, depth: int = 4, skip: int = 2) -> tuple[list[Any], bool] | None:
-    """``find_callbacks`` and whether Keras calls their batch-end hooks on the training
-    thread (its ``CallbackList`` dispatches them to a thread pool only where every user
-    callback is ``async_safe`` or leaves them alone)."""
+    """The callbacks of the fit that called ``me`` (the ``CallbackList`` whose loop called
+    ``me``'s caller, ``skip`` frames up; a plain method frame, read once), and whether Keras
+    calls their batch-end hooks on the training thread (its ``CallbackList`` dispatches them
+    to a thread pool only where every user callback is ``async_safe`` or leaves them alone).
+    None when not found."""
     frame: FrameType | None
     try:
         frame = sys._getframe(skip)

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from gpudiag.record.fit_clock import FitClock, callback_facts, find_callbacks
+from gpudiag.record.fit_clock import FitClock, callback_facts, find_callback_list
 from gpudiag.record.writer import TraceWriter
 from gpudiag.trace.model.timeline import Metadata
 from gpudiag.trace.native.events import SPAN_CALLBACK, SPAN_OWN
@@ -111,13 +111,13 @@ def test_found_where_keras_lists_them():
 
     class Me:
         def on_train_begin(self):
-            found.append(find_callbacks(self))
+            found.append(find_callback_list(self))
 
     me = Me()
     cbs = [me]
     CallbackList(cbs).on_train_begin()
-    assert found == [cbs]
-    assert find_callbacks(me) is None  # not called from a callback list
+    assert found == [(cbs, True)]  # no _async_train: batch-end hooks on this thread
+    assert find_callback_list(me) is None  # not called from a callback list
 
 
 def test_what_refills_at_each_epochs_start():
