@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from gpudiag.analyze.diagnosis import Suggestion
 from gpudiag.analyze.evidence import Situation
-from gpudiag.analyze.gain import Gain, batch_scaled, removed
+from gpudiag.analyze.gain import Gain, at_most, batch_scaled, removed
 from gpudiag.analyze.needs import Needs, OneOf
 
 # arrays are sliced by Keras's fit; a training batch carries its learning rate
@@ -77,10 +77,8 @@ def _array_prefetch(s: Situation, finding: str) -> list[Suggestion]:
         return []  # fit's own pipeline prefetches (TensorFlow's Keras makes tf.data of arrays)
     inp = s.shares["input"]
     overlap = min(inp, 1.0 - inp)
-    g = Gain.of(
-        1.0,
-        1.0,
-        removed(overlap),
+    g = at_most(
+        overlap,
         f"not measured: slicing overlapped with compute is worth up to {removed(overlap):.2f}× "
         f"(input wait {inp:.0%} of the step), less where it competes with the step for the CPU",
     )

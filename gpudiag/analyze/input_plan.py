@@ -20,7 +20,7 @@ from __future__ import annotations
 from gpudiag.analyze import worker_pool
 from gpudiag.analyze.diagnosis import Suggestion
 from gpudiag.analyze.evidence import Situation
-from gpudiag.analyze.gain import Gain, removed
+from gpudiag.analyze.gain import Gain, at_most, removed
 from gpudiag.analyze.input_arrays import array_remedies
 from gpudiag.analyze.input_gain import cores_of, headroom, input_gain, input_work
 from gpudiag.analyze.input_stage import STAGE_REMEDIES
@@ -189,10 +189,8 @@ def _processes_in_place(s: Situation) -> bool:
 
 def _less_work_remedy(s: Situation, head: float | None) -> list[Suggestion]:
     inp = s.shares["input"]
-    g = Gain.of(
-        1.0,
-        1.0,
-        removed(inp),
+    g = at_most(
+        inp,
         "not estimated: depends on how much per-sample work "
         f"you remove; removing all of it would be worth {removed(inp):.2f}×",
     )
@@ -226,10 +224,8 @@ def _less_work_remedy(s: Situation, head: float | None) -> list[Suggestion]:
 
 def _unknown_remedy(s: Situation) -> list[Suggestion]:
     inp = s.shares["input"]
-    g = Gain.of(
-        1.0,
-        1.0,
-        removed(inp),
+    g = at_most(
+        inp,
         "not estimated: the trace does not show what the input "
         f"pipeline runs; removing the whole wait ({inp:.0%}) would be worth "
         f"{removed(inp):.2f}×",
@@ -280,10 +276,8 @@ def _stage_remedy(s: Situation) -> list[Suggestion]:
         if longer:
             detail += LONGER_EPOCHS
     else:
-        g = Gain.of(
-            1.0,
-            1.0,
-            removed(inp),
+        g = at_most(
+            inp,
             f"not estimated: depends on how much of the stage's work goes; removing the "
             f"whole input wait ({inp:.0%}) would be worth {removed(inp):.2f}×",
         )

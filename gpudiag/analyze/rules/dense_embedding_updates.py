@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from gpudiag.analyze.diagnosis import Finding, Suggestion
 from gpudiag.analyze.evidence import RankEvidence, Situation, pct
-from gpudiag.analyze.gain import Gain, removed
+from gpudiag.analyze.gain import Gain, at_most, removed
 from gpudiag.analyze.needs import Needs, OneOf
 from gpudiag.trace.model.runconfig import RunConfig
 
@@ -136,10 +136,8 @@ def advise(f: Finding, s: Situation) -> list[Suggestion]:
             "not looked up by a batch",
         )
     else:
-        g = Gain.of(
-            1.0,
-            1.0,
-            removed(cut),
+        g = at_most(
+            cut,
             f"not measured: at most the table's share of the compute ({share:.0%} of the "
             "step) for the rows no batch looks up",
         )
@@ -166,10 +164,8 @@ def advise(f: Finding, s: Situation) -> list[Suggestion]:
             ID,
             "sparse-embedding-updates",
         ),
-        Gain.of(
-            1.0,
-            1.0,
-            removed(share),
+        at_most(
+            share,
             f"not estimated: the dense update ({share:.0%} of the step) shrinks with the rows kept",
         ).suggestion(
             f"Shrink the vocabulary of {name}",

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from gpudiag.analyze.diagnosis import Finding, Suggestion
 from gpudiag.analyze.evidence import RankEvidence, Situation, pct
-from gpudiag.analyze.gain import Gain, removed
+from gpudiag.analyze.gain import at_most
 from gpudiag.analyze.needs import Needs
 
 ID = "gpu-unused"
@@ -65,10 +65,8 @@ def cause_of(framework: str | None, build: str | None, os_name: str | None) -> s
 def advise(f: Finding, s: Situation) -> list[Suggestion]:
     cfg = s.config
     c = s.shares["compute"] if s.shares else 0.0
-    g = Gain.of(
-        1.0,
-        1.0,
-        removed(c),
+    g = at_most(
+        c,
         f"not measured: a GPU speeds only the compute ({c:.0%} of the step here)",
     )
     if cfg.framework == "tensorflow" and cfg.os == "win32":

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from gpudiag.analyze.diagnosis import Finding, Suggestion
 from gpudiag.analyze.evidence import PYTHON_FED, RankEvidence, Situation, pct, shown
-from gpudiag.analyze.gain import Gain, removed
+from gpudiag.analyze.gain import Gain, at_most, removed
 from gpudiag.analyze.needs import Needs, OneOf
 from gpudiag.trace.model.runconfig import RunConfig
 
@@ -93,10 +93,8 @@ def advise(f: Finding, s: Situation) -> list[Suggestion]:
         f"compiled program ({fw}) instead of dispatching each op from Python."
     )
     if share is None:  # before the first step: not measured yet
-        g = Gain.of(
+        g = at_most(
             1.0,
-            1.0,
-            removed(1.0),
             "not measured yet: bounded by the share of the step the dispatch takes, which "
             "the profile shows",
         )

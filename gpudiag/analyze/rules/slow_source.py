@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from gpudiag.analyze.diagnosis import Finding, Suggestion
 from gpudiag.analyze.evidence import Situation
-from gpudiag.analyze.gain import Gain, removed
+from gpudiag.analyze.gain import at_most, removed
 from gpudiag.analyze.needs import Needs
 from gpudiag.trace.model.runconfig import RunConfig
 
@@ -37,10 +37,8 @@ def advise(f: Finding, s: Situation) -> list[Suggestion]:
     inp = s.shares["input"]
     if inp <= 0.02:
         return []
-    g = Gain.of(
-        1.0,
-        1.0,
-        removed(inp),
+    g = at_most(
+        inp,
         "not estimated: depends on the storage; removing "
         f"the whole input wait ({inp:.0%}) would be worth {removed(inp):.2f}×",
     )

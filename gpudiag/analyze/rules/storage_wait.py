@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from gpudiag.analyze.diagnosis import Finding, Suggestion
 from gpudiag.analyze.evidence import RankEvidence, Situation, pct
-from gpudiag.analyze.gain import Gain, removed
+from gpudiag.analyze.gain import at_most
 from gpudiag.analyze.needs import Needs
 
 ID = "storage-wait"
@@ -49,10 +49,8 @@ def detect(ev: RankEvidence) -> Finding | None:
 
 def advise(f: Finding, s: Situation) -> list[Suggestion]:
     share = s.shares["input"]
-    g = Gain.of(
-        1.0,
-        1.0,
-        removed(share),
+    g = at_most(
+        share,
         f"not measured: at most the input wait ({share:.0%} of the step), as far as storage "
         "holds it",
     )

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from gpudiag.analyze.diagnosis import Finding, Suggestion
 from gpudiag.analyze.evidence import RankEvidence, Situation
-from gpudiag.analyze.gain import Gain, removed
+from gpudiag.analyze.gain import at_most
 from gpudiag.analyze.gpm import gpm_facts
 from gpudiag.analyze.needs import Needs
 
@@ -53,10 +53,8 @@ def detect(ev: RankEvidence) -> Finding | None:
 
 def advise(f: Finding, s: Situation) -> list[Suggestion]:
     c = s.shares["compute"]
-    g = Gain.of(
-        1.0,
-        1.0,
-        removed(c / 2),
+    g = at_most(
+        c / 2,
         f"not estimated: matmuls on the Tensor Cores run at up to 2× the rate; compute is "
         f"{c:.0%} of the step",
     )
